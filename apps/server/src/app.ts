@@ -1,0 +1,55 @@
+import { createApiRouter, type Handlers, type OpenApiDocument } from "@toolplane/server-stubs";
+import express, { type Express } from "express";
+import type { Logger } from "pino";
+import { ApiKeyVerifier } from "./auth/api-keys.ts";
+import type { RequestContext } from "./context.ts";
+import type { Db } from "./db/database.ts";
+import { docsRouter } from "./http/docs.ts";
+import { errorHandler, notFoundRoute } from "./http/errors.ts";
+import { requestLogger } from "./http/logging.ts";
+import { createHandlers } from "./resources/index.ts";
+
+export interface AppDeps {
+  db: Db;
+  spec: OpenApiDocument;
+  logger: Logger;
+  publicUrl: string;
+  bodyLimitBytes: number;
+  /** Answers /ready: whether the database can be reached. */
+  isReady?: () => Promise<boolean>;
+}
+
+/** Builds the whole HTTP application; never listens (main.ts does), so tests can mount it on any port. */
+export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = createHandlers(deps)): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", false);
+  app.use(requestLogger(deps.logger));
+
+  app.get("/health", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  app.get("/ready", async (_req, res) => {
+    const ready = await (deps.isReady?.() ?? Promise.resolve(true)).catch(() => false);
+    res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
+  });
+  app.use(docsRouter(deps.spec));
+
+  const keys = new ApiKeyVerifier(deps.db);
+  app.use(
+    createApiRouter<RequestContext>({
+      spec: deps.spec,
+      handlers,
+      bodyLimitBytes: deps.bodyLimitBytes,
+      context: async (req) => {
+        const { instanceId } = await keys.verify(req.headers.authorization);
+        return { instanceId, requestId: String(req.id) };
+      },
+    }),
+  );
+
+  app.use(notFoundRoute);
+  app.use(errorHandler);
+  return app;
+}

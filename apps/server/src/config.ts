@@ -1,0 +1,43 @@
+import { isAbsolute, join, resolve } from "node:path";
+
+export interface Config {
+  host: string;
+  port: number;
+  /** Where links to this server (session URLs, OAuth pages) point; defaults to http://host:port. */
+  publicUrl: string;
+  /** `postgres://…` for PostgreSQL; unset means embedded PGlite in `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  bodyLimitBytes: number;
+  logLevel: string;
+  shutdownTimeoutMs: number;
+}
+
+/** Reads the configuration from environment variables; every value has a default that works on a laptop. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const host = env.HOST ?? "127.0.0.1";
+  const port = integer(env, "PORT", 8080, 0, 65535);
+  // pnpm runs package scripts in the package folder; INIT_CWD is where the user typed the command.
+  const base = env.INIT_CWD ?? process.cwd();
+  const dataDir = env.TOOLPLANE_DATA_DIR ?? "./.data";
+  return {
+    host,
+    port,
+    publicUrl: (env.TOOLPLANE_PUBLIC_URL ?? `http://${host}:${port}`).replace(/\/+$/, ""),
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: isAbsolute(dataDir) ? dataDir : resolve(join(base, dataDir)),
+    bodyLimitBytes: integer(env, "TOOLPLANE_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+    logLevel: env.LOG_LEVEL ?? "info",
+    shutdownTimeoutMs: integer(env, "TOOLPLANE_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+  };
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}

@@ -1,0 +1,139 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from "kysely";
+
+/** Timestamps: the database fills them; reads give a Date. */
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** jsonb columns: written as JSON text (so pg and PGlite agree), read back parsed. */
+type Json<T> = ColumnType<T, string, string>;
+type NullableJson<T> = ColumnType<T | null, string | null | undefined, string | null>;
+
+export type JsonObject = Record<string, unknown>;
+
+export interface InstancesTable {
+  id: string;
+  name: string;
+  created_at: Timestamp;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  instance_id: string;
+  name: string | null;
+  /** Non-secret lookup part of the key. */
+  prefix: string;
+  /** SHA-256 of the secret part. */
+  secret_hash: string;
+  created_at: Timestamp;
+  last_used_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+}
+
+export interface ProvidersTable {
+  id: string;
+  /** Null for catalog providers every instance sees; set for an instance's custom providers. */
+  instance_id: string | null;
+  name: string;
+  slug: string;
+  description: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProviderListingsTable {
+  id: string;
+  provider_id: string;
+  instance_id: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ServersTable {
+  id: string;
+  instance_id: string | null;
+  provider_id: string | null;
+  type: string;
+  status: string;
+  name: string;
+  description: string | null;
+  imported_server_id: string | null;
+  metadata: Json<JsonObject>;
+  variants: Json<JsonObject[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProviderGroupsTable {
+  id: string;
+  instance_id: string;
+  name: string;
+  description: string | null;
+  slug: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProviderGroupListingsTable {
+  provider_group_id: string;
+  provider_listing_id: string;
+  added_at: Generated<Date>;
+}
+
+export interface SessionTemplatesTable {
+  id: string;
+  instance_id: string;
+  name: string;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PortalsTable {
+  id: string;
+  instance_id: string;
+  status: string;
+  name: string;
+  slug: string;
+  description: string | null;
+  brand_name: string | null;
+  session_expiry_seconds: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ConsumerGroupsTable {
+  /** Named by the client on first reference. */
+  id: string;
+  instance_id: string;
+  status: string;
+  created_at: Timestamp;
+}
+
+export interface PortalConsumerAccessTable {
+  id: string;
+  instance_id: string;
+  portal_id: string;
+  consumer_group_id: string;
+  access_type: string;
+  session_template_id: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface Database {
+  instances: InstancesTable;
+  api_keys: ApiKeysTable;
+  providers: ProvidersTable;
+  provider_listings: ProviderListingsTable;
+  servers: ServersTable;
+  provider_groups: ProviderGroupsTable;
+  provider_group_listings: ProviderGroupListingsTable;
+  session_templates: SessionTemplatesTable;
+  portals: PortalsTable;
+  consumer_groups: ConsumerGroupsTable;
+  portal_consumer_access: PortalConsumerAccessTable;
+}
+
+export type Row<T extends keyof Database> = Selectable<Database[T]>;
+export type NewRow<T extends keyof Database> = Insertable<Database[T]>;
+export type RowUpdate<T extends keyof Database> = Updateable<Database[T]>;

@@ -1,0 +1,26 @@
+import { ApiError } from "@toolplane/server-stubs";
+import type { ErrorRequestHandler, RequestHandler } from "express";
+
+/** Unknown routes: a 404 in the documented shape, before authentication (there is nothing to protect). */
+export const notFoundRoute: RequestHandler = (req, _res, next) => {
+  next(new ApiError("not_found", `No endpoint ${req.method} ${req.path}.`, { entity: "endpoint" }));
+};
+
+/**
+ * The single error handler: every failure leaves as the documented error body. Unexpected errors are logged
+ * with the request id and answered with a 500 that carries the id and nothing of the internals.
+ */
+export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+  const apiError =
+    err instanceof ApiError
+      ? err
+      : new ApiError("internal_server_error", `An unexpected error occurred. Reference: ${String(req.id)}.`);
+  if (apiError.status >= 500) req.log.error({ err }, "request failed");
+  else req.log.info({ code: apiError.code }, apiError.message);
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
+  res.status(apiError.status).json(apiError.toBody());
+};

@@ -1,0 +1,63 @@
+import type { Server } from "node:http";
+import { sql } from "kysely";
+import { createApp } from "./app.ts";
+import { ensureFirstInstance, openMigratedDatabase } from "./bootstrap.ts";
+import { loadConfig } from "./config.ts";
+import { createLogger } from "./http/logging.ts";
+import { bundledSpec } from "./spec.ts";
+
+const config = loadConfig();
+const logger = createLogger(config.logLevel);
+const startedAt = performance.now();
+
+const database = await openMigratedDatabase(config);
+const firstKey = await ensureFirstInstance(database);
+
+const app = createApp({
+  db: database.db,
+  spec: bundledSpec,
+  logger,
+  publicUrl: config.publicUrl,
+  bodyLimitBytes: config.bodyLimitBytes,
+  isReady: async () => {
+    await sql`select 1`.execute(database.db);
+    return true;
+  },
+});
+
+const server: Server = app.listen(config.port, config.host, () => {
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  const where = database.kind === "pglite" ? `embedded PGlite in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)";
+  logger.info({ port, database: database.kind, startupMs: Math.round(performance.now() - startedAt) }, "listening");
+  const lines = [
+    "",
+    `  Toolplane API listening on http://${config.host}:${port}`,
+    `  API reference:          http://${config.host}:${port}/docs`,
+    `  Database:               ${where}`,
+    firstKey
+      ? `  API key (shown once):   ${firstKey}`
+      : "  API key:                created on first start; make another with `pnpm keys create`",
+    "",
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+});
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, "shutting down");
+  const force = setTimeout(() => {
+    logger.warn("in-flight requests did not finish in time; closing connections");
+    server.closeAllConnections();
+  }, config.shutdownTimeoutMs);
+  force.unref();
+  server.closeIdleConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await database.close();
+  logger.info("stopped");
+  process.exit(0);
+}
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

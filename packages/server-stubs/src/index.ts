@@ -1,0 +1,5 @@
+export { ApiError, type ErrorBody, type ErrorCode, type ErrorDetail, statusOfErrorCode } from "./errors.ts";
+export * from "./generated/operations.gen.ts";
+export type { Handler, OperationDescriptor, OperationId, OperationInput, SuccessBody } from "./handler.ts";
+export type { OpenApiDocument } from "./openapi.ts";
+export { type ApiRouterOptions, createApiRouter } from "./router.ts";

@@ -1,0 +1,128 @@
+import express, { type NextFunction, type Request, type Response } from "express";
+import { ApiError } from "./errors.ts";
+import { type Handlers, operationTable } from "./generated/operations.gen.ts";
+import type { OperationDescriptor, OperationInput } from "./handler.ts";
+import type { OpenApiDocument } from "./openapi.ts";
+import { compileValidators } from "./validation.ts";
+
+export interface ApiRouterOptions<Ctx> {
+  /** The bundled spec (spec/generated/openapi.json). */
+  spec: OpenApiDocument;
+  handlers: Handlers<Ctx>;
+  /** Authenticates the request and builds the handler context; throws an ApiError to refuse it. */
+  context: (req: Request) => Promise<Ctx>;
+  /** Largest accepted JSON body; larger ones are a 413. */
+  bodyLimitBytes: number;
+}
+
+type AnyHandler<Ctx> = (input: OperationInput<never>, ctx: Ctx) => Promise<unknown>;
+
+/**
+ * Binds every operation of the spec to its handler: authenticate, parse and validate path, query and body,
+ * call the handler, send its result with the operation's 2xx status. Every failure is passed to `next` as an
+ * ApiError for the app's single error handler.
+ */
+export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Router {
+  const router = express.Router({ strict: false });
+  const validators = compileValidators(options.spec, operationTable);
+  const parseJson = express.json({ limit: options.bodyLimitBytes, type: () => true, strict: false });
+
+  const readBody = (req: Request, res: Response) =>
+    new Promise<void>((resolve, reject) =>
+      parseJson(req, res, (err?: unknown) => (err ? reject(bodyParserError(err, options.bodyLimitBytes)) : resolve())),
+    );
+
+  const methodsByPath = new Map<string, string[]>();
+  for (const op of bindingOrder(operationTable)) {
+    const validator = validators.get(op.operationId);
+    const handler = (options.handlers as unknown as Record<string, Record<string, AnyHandler<Ctx>>>)[op.group]?.[
+      op.operationId
+    ];
+    if (!validator || !handler) throw new Error(`no handler or validator for ${op.operationId}`);
+    const route = toExpressPath(op.path);
+    methodsByPath.set(route, [...(methodsByPath.get(route) ?? []), op.method.toUpperCase()]);
+
+    router[op.method](route, async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const ctx = await options.context(req);
+        const path = validator.path(req.params as Record<string, string>);
+        const query = validator.query(rawQuery(req.originalUrl));
+        let body: unknown;
+        if (validator.hasBody) {
+          if (hasRequestBody(req)) {
+            if (!req.is(["application/json", "application/*+json"])) {
+              throw new ApiError(
+                "unsupported_media_type",
+                "Request bodies must be sent with Content-Type: application/json.",
+              );
+            }
+            await readBody(req, res);
+            body = validator.body(req.body);
+          } else if (validator.bodyRequired) {
+            throw new ApiError("invalid_data", "Request body is required: send a JSON object.", {
+              entity: "body",
+              errors: [{ code: "required", message: "a JSON request body is required", path: [] }],
+            });
+          }
+        }
+        const result = await handler({ path, query, body } as OperationInput<never>, ctx);
+        res.status(op.successStatus).json(result);
+      } catch (err) {
+        next(err);
+      }
+    });
+  }
+
+  for (const [route, methods] of methodsByPath) {
+    router.all(route, (req: Request, _res: Response, next: NextFunction) => {
+      next(
+        new ApiError("method_not_allowed", `${req.method} is not allowed on ${req.path}; use ${methods.join(", ")}.`, {
+          entity: "endpoint",
+          headers: { Allow: methods.join(", ") },
+        }),
+      );
+    });
+  }
+  return router;
+}
+
+/** Literal segments before parameters, so `/imports/schema` is matched before `/imports/{id}`. */
+function bindingOrder(ops: readonly OperationDescriptor[]): OperationDescriptor[] {
+  const key = (path: string) => path.split("/").map((s) => (s.startsWith("{") ? `~${s}` : s));
+  return [...ops].sort((a, b) => {
+    const ka = key(a.path);
+    const kb = key(b.path);
+    for (let i = 0; i < Math.min(ka.length, kb.length); i++) {
+      const x = ka[i] ?? "";
+      const y = kb[i] ?? "";
+      if (x !== y) return x < y ? -1 : 1;
+    }
+    return ka.length - kb.length;
+  });
+}
+
+const toExpressPath = (path: string) => path.replace(/\{([^}]+)\}/g, ":$1");
+
+function rawQuery(url: string): string {
+  const i = url.indexOf("?");
+  return i === -1 ? "" : url.slice(i + 1);
+}
+
+function hasRequestBody(req: Request): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}
+
+function bodyParserError(err: unknown, limit: number): ApiError {
+  const type = (err as { type?: string }).type;
+  if (type === "entity.too.large") {
+    return new ApiError("payload_too_large", `Request body exceeds the limit of ${limit} bytes.`, { entity: "body" });
+  }
+  if (type === "entity.parse.failed") {
+    return new ApiError("bad_request", "Request body is not valid JSON.", { entity: "body", cause: err });
+  }
+  if (type === "encoding.unsupported" || type === "charset.unsupported") {
+    return new ApiError("unsupported_media_type", "Request body must be UTF-8 encoded JSON.", { entity: "body" });
+  }
+  return new ApiError("bad_request", "Request body could not be read.", { entity: "body", cause: err });
+}

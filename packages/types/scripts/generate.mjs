@@ -1,0 +1,11 @@
+// Step 2 of `pnpm generate`: the bundled spec → @toolplane/types (paths, components, operations) via openapi-typescript.
+import { join } from "node:path";
+import openapiTS, { astToString } from "openapi-typescript";
+import { bundledSpecPath, header, repoRoot, writeIfChanged } from "../../../scripts/lib/generated.mjs";
+
+console.log("types: openapi-typescript");
+const ast = await openapiTS(new URL(`file://${bundledSpecPath}`));
+writeIfChanged(
+  join(repoRoot, "packages/types/src/generated/openapi.gen.ts"),
+  `${header("openapi-typescript")}\n\n${astToString(ast)}`,
+);
