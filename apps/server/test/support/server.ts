@@ -1,0 +1,66 @@
+import type { AddressInfo } from "node:net";
+import { createToolplaneClient, type ToolplaneClient } from "@toolplane/client";
+import { pino } from "pino";
+import { createApp } from "../../src/app.ts";
+import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
+import type { Db } from "../../src/db/database.ts";
+import { bundledSpec } from "../../src/spec.ts";
+import { createTestDatabase } from "./database.ts";
+
+export interface Tenant {
+  instanceId: string;
+  apiKey: string;
+  client: ToolplaneClient;
+}
+
+export interface TestServer {
+  url: string;
+  db: Db;
+  /** The first tenant; most tests act as it. */
+  tenant: Tenant;
+  client: ToolplaneClient;
+  createTenant(name?: string): Promise<Tenant>;
+  /** A raw request with the first tenant's key (for bodies and headers the typed client cannot send). */
+  fetch(path: string, init?: RequestInit & { auth?: boolean }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** The real app on a real database, listening on a free 127.0.0.1 port. */
+export async function startTestServer(): Promise<TestServer> {
+  const database = await createTestDatabase();
+  const app = createApp({
+    db: database.db,
+    spec: bundledSpec,
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+    publicUrl: "http://127.0.0.1",
+    bodyLimitBytes: 64 * 1024,
+  });
+  const server = app.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.once("listening", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const createTenant = async (name = "tenant"): Promise<Tenant> => {
+    const instanceId = await createInstance(database.db, name);
+    const { key } = await createApiKey(database.db, instanceId, "test");
+    return { instanceId, apiKey: key, client: createToolplaneClient({ baseUrl: url, apiKey: key, retries: 0 }) };
+  };
+  const tenant = await createTenant("first");
+
+  return {
+    url,
+    db: database.db,
+    tenant,
+    client: tenant.client,
+    createTenant,
+    fetch: (path, init = {}) => {
+      const headers = new Headers(init.headers);
+      if (init.auth !== false) headers.set("authorization", `Bearer ${tenant.apiKey}`);
+      return fetch(`${url}${path}`, { ...init, headers });
+    },
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await database.close();
+    },
+  };
+}
