@@ -7,6 +7,7 @@ import type { Db } from "./db/database.ts";
 import { docsRouter } from "./http/docs.ts";
 import { errorHandler, notFoundRoute } from "./http/errors.ts";
 import { requestLogger } from "./http/logging.ts";
+import { portalPageRouter } from "./http/portal-page.ts";
 import { createHandlers } from "./resources/index.ts";
 
 export interface AppDeps {
@@ -35,6 +36,7 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
   });
   app.use(docsRouter(deps.spec));
+  app.use(portalPageRouter(deps.db));
 
   const keys = new ApiKeyVerifier(deps.db);
   app.use(

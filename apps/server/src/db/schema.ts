@@ -51,8 +51,8 @@ export interface ServersTable {
   id: string;
   instance_id: string | null;
   provider_id: string | null;
-  type: string;
-  status: string;
+  type: Generated<string>;
+  status: Generated<string>;
   name: string;
   description: string | null;
   imported_server_id: string | null;
@@ -91,12 +91,12 @@ export interface SessionTemplatesTable {
 export interface PortalsTable {
   id: string;
   instance_id: string;
-  status: string;
+  status: Generated<string>;
   name: string;
   slug: string;
   description: string | null;
   brand_name: string | null;
-  session_expiry_seconds: number;
+  session_expiry_seconds: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -105,7 +105,7 @@ export interface ConsumerGroupsTable {
   /** Named by the client on first reference. */
   id: string;
   instance_id: string;
-  status: string;
+  status: Generated<string>;
   created_at: Timestamp;
 }
 

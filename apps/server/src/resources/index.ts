@@ -2,20 +2,29 @@ import type { Handlers } from "@toolplane/server-stubs";
 import type { AppDeps } from "../app.ts";
 import type { RequestContext } from "../context.ts";
 import { notImplemented } from "./not-implemented.ts";
+import { portalConsumerAccessHandlers } from "./portal-consumer-access/handlers.ts";
+import { PortalConsumerAccessService } from "./portal-consumer-access/service.ts";
+import { portalHandlers } from "./portals/handlers.ts";
+import { PortalService } from "./portals/service.ts";
 import { providerGroupHandlers } from "./provider-groups/handlers.ts";
 import { ProviderGroupService } from "./provider-groups/service.ts";
+import { serverHandlers } from "./servers/handlers.ts";
+import { ServerService } from "./servers/service.ts";
 
 /** Wires every tag's handlers to its service. Tags whose issue has not landed answer 501. */
-export function createHandlers({ db }: Pick<AppDeps, "db" | "publicUrl">): Handlers<RequestContext> {
+export function createHandlers({ db, publicUrl }: Pick<AppDeps, "db" | "publicUrl">): Handlers<RequestContext> {
+  const portals = new PortalService(db, publicUrl);
   return {
     providerGroups: providerGroupHandlers(new ProviderGroupService(db)),
+    portals: portalHandlers(portals),
+    portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals)),
+    servers: serverHandlers(new ServerService(db)),
     providerOAuthTokenImports: notImplemented(
       "listProviderOAuthTokenImports",
       "createProviderOAuthTokenImport",
       "getProviderOAuthTokenImport",
       "updateProviderOAuthTokenImport",
     ),
-    servers: notImplemented("getServer"),
     providerOAuthSetups: notImplemented(
       "listProviderOAuthSetups",
       "getProviderOAuthSetup",
@@ -115,13 +124,6 @@ export function createHandlers({ db }: Pick<AppDeps, "db" | "publicUrl">): Handl
       "getProviderAuthImport",
       "createProviderAuthImport",
       "getProviderAuthImportSchema",
-    ),
-    portals: notImplemented("listPortals", "getPortal", "createPortal", "updatePortal", "deletePortal"),
-    portalConsumerAccess: notImplemented(
-      "listPortalConsumerAccess",
-      "getPortalConsumerAccess",
-      "createPortalConsumerAccess",
-      "deletePortalConsumerAccess",
     ),
   };
 }

@@ -1,6 +1,6 @@
 import { unwrap } from "@toolplane/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seedCatalogProvider } from "../../support/catalog.ts";
+import { seedCatalogProvider } from "../../support/seed.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 
 let t: TestServer;

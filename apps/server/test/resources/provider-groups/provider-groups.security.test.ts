@@ -1,7 +1,7 @@
 import { unwrap } from "@toolplane/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { revokeApiKey } from "../../../src/auth/api-keys.ts";
-import { seedCatalogProvider } from "../../support/catalog.ts";
+import { seedCatalogProvider } from "../../support/seed.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 
 let t: TestServer;

@@ -1,0 +1,7 @@
+import type { ServersHandlers } from "@toolplane/server-stubs";
+import type { RequestContext } from "../../context.ts";
+import type { ServerService } from "./service.ts";
+
+export const serverHandlers = (servers: ServerService): ServersHandlers<RequestContext> => ({
+  getServer: ({ path }, ctx) => servers.get(ctx.instanceId, path.server_id),
+});
