@@ -41,7 +41,8 @@ type ListInit<P extends ListPath> =
 export function createToolplaneClient(options: ToolplaneClientOptions): ToolplaneClient {
   const client = createFetchClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
-    fetch: withRetries(options.fetch ?? globalThis.fetch, options.retries ?? 2),
+    // Looked up per request, so fetch interceptors installed after the client was made (msw, tracing) apply.
+    fetch: withRetries(options.fetch ?? ((input, init) => globalThis.fetch(input, init)), options.retries ?? 2),
     headers: options.headers,
   });
   const auth: Middleware = {

@@ -1408,7 +1408,7 @@ export interface paths {
         put?: never;
         /**
          * Create a portal
-         * @description Creates an `active` portal with no consumer access. Its `slug` is derived from the name and made unique within the instance; the portal page is served at `/p/{slug}` (see `urls`). Consumer sessions last `auth.session_expiry_time_in_seconds`, 86400 until changed; `brand.name` starts null.
+         * @description Creates an `active` portal with no consumer access. Its `slug` is derived from the name and made unique within the instance; the portal page is served at `/p/{id}` (see `urls`). Consumer sessions last `auth.session_expiry_time_in_seconds`, 86400 until changed; `brand.name` starts null.
          */
         post: operations["createPortal"];
         delete?: never;
@@ -5934,10 +5934,10 @@ export interface components {
             session_expiry_time_in_seconds: number;
         };
         /**
-         * @description An address where the portal can be reached. This server serves each portal's page itself at `/p/{slug}` under its public base URL (outside the API's paths), so there is one entry of type `portal`.
+         * @description An address where the portal can be reached. This server serves each portal's page itself at `/p/{id}` under its public base URL (outside the API's paths), so there is one entry of type `portal`.
          * @example {
          *       "type": "portal",
-         *       "url": "https://toolplane.example.com/p/acme-marketplace"
+         *       "url": "https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys"
          *     }
          */
         PortalUrl: {
@@ -5950,7 +5950,7 @@ export interface components {
             /**
              * Format: uri
              * @description The absolute URL of the page.
-             * @example https://toolplane.example.com/p/acme-marketplace
+             * @example https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
              */
             url: string;
         };
@@ -5983,7 +5983,7 @@ export interface components {
          *       "urls": [
          *         {
          *           "type": "portal",
-         *           "url": "https://toolplane.example.com/p/acme-marketplace"
+         *           "url": "https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys"
          *         }
          *       ],
          *       "brand": {
@@ -6007,7 +6007,7 @@ export interface components {
             status: components["schemas"]["PortalStatus"];
             name: components["schemas"]["Name"];
             /**
-             * @description URL-friendly identifier derived from the name when the portal is created; unique within the instance and stable across renames. It names the portal page (`/p/{slug}`).
+             * @description URL-friendly identifier derived from the name when the portal is created; unique within the instance and stable across renames.
              * @example acme-marketplace
              */
             slug: string;

@@ -1,0 +1,140 @@
+// The client against @toolplane/mocks (msw handlers generated from the spec): what a consumer's own tests do.
+import {
+  fakeProviderGroup,
+  handleCreateProviderGroup,
+  handleGetProviderGroup,
+  handleListProviderGroups,
+} from "@toolplane/mocks";
+import { HttpResponse } from "msw";
+import { setupServer } from "msw/node";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createToolplaneClient, ToolplaneApiError, unwrap } from "../src/index.ts";
+
+const baseUrl = "http://toolplane.test";
+const mock = setupServer();
+beforeAll(() => mock.listen({ onUnhandledRequest: "error" }));
+afterEach(() => mock.resetHandlers());
+afterAll(() => mock.close());
+
+const client = createToolplaneClient({ baseUrl, apiKey: "tp_test_key", retries: 2 });
+const unavailable = () =>
+  HttpResponse.json(
+    { __typename: "error", ok: false, status: 503, code: "service_unavailable", message: "busy" },
+    { status: 503, headers: { "retry-after": "0" } },
+  );
+
+describe("@toolplane/client", () => {
+  it("sends the API key and returns typed data", async () => {
+    let authorization: string | null = null;
+    const group = fakeProviderGroup();
+    mock.use(
+      handleGetProviderGroup(
+        ({ request }) => {
+          authorization = request.headers.get("authorization");
+          return HttpResponse.json(group);
+        },
+        { baseUrl },
+      ),
+    );
+    const data = await unwrap(
+      client.GET("/provider-groups/{provider_group_id}", { params: { path: { provider_group_id: group.id } } }),
+    );
+    expect(data).toEqual(group);
+    expect(authorization).toBe("Bearer tp_test_key");
+  });
+
+  it("answers with the spec's example when a handler is given no response", async () => {
+    mock.use(handleCreateProviderGroup(undefined, { baseUrl }));
+    const created = await unwrap(client.POST("/provider-groups", { body: { name: "Engineering tools" } }));
+    expect(created.object).toBe("provider.group");
+  });
+
+  it("throws ToolplaneApiError carrying the documented error body", async () => {
+    mock.use(
+      handleGetProviderGroup(
+        () =>
+          HttpResponse.json(
+            {
+              __typename: "error",
+              ok: false,
+              status: 404,
+              code: "not_found",
+              message: "Provider group x was not found.",
+            },
+            { status: 404, headers: { "x-request-id": "req_1" } },
+          ),
+        { baseUrl },
+      ),
+    );
+    const error = await unwrap(
+      client.GET("/provider-groups/{provider_group_id}", { params: { path: { provider_group_id: "x" } } }),
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolplaneApiError);
+    expect(error).toMatchObject({ status: 404, code: "not_found", requestId: "req_1" });
+    expect((error as ToolplaneApiError).body?.message).toBe("Provider group x was not found.");
+  });
+
+  it("iterates every page by following next_cursor", async () => {
+    const groups = Array.from({ length: 5 }, () => fakeProviderGroup());
+    const cursors: (string | null)[] = [];
+    mock.use(
+      handleListProviderGroups(
+        ({ request }) => {
+          const cursor = new URL(request.url).searchParams.get("cursor");
+          cursors.push(cursor);
+          const start = cursor ? Number(cursor) : 0;
+          const more = start + 2 < groups.length;
+          return HttpResponse.json({
+            items: groups.slice(start, start + 2),
+            pagination: {
+              has_more_before: start > 0,
+              has_more_after: more,
+              next_cursor: more ? String(start + 2) : null,
+              previous_cursor: null,
+            },
+          });
+        },
+        { baseUrl },
+      ),
+    );
+    const seen: string[] = [];
+    for await (const g of client.paginate("/provider-groups", { params: { query: { limit: 2 } } })) seen.push(g.id);
+    expect(seen).toEqual(groups.map((g) => g.id));
+    expect(cursors).toEqual([null, "2", "4"]);
+  });
+
+  it("retries idempotent requests on 503, honouring Retry-After", async () => {
+    let calls = 0;
+    mock.use(
+      handleListProviderGroups(
+        () => {
+          calls += 1;
+          if (calls < 3) return unavailable();
+          return HttpResponse.json({
+            items: [],
+            pagination: { has_more_before: false, has_more_after: false, next_cursor: null, previous_cursor: null },
+          });
+        },
+        { baseUrl },
+      ),
+    );
+    expect((await unwrap(client.GET("/provider-groups"))).items).toEqual([]);
+    expect(calls).toBe(3);
+  });
+
+  it("does not retry a POST answered 503", async () => {
+    let calls = 0;
+    mock.use(
+      handleCreateProviderGroup(
+        () => {
+          calls += 1;
+          return unavailable();
+        },
+        { baseUrl },
+      ),
+    );
+    const result = await client.POST("/provider-groups", { body: { name: "x" } });
+    expect(result.response.status).toBe(503);
+    expect(calls).toBe(1);
+  });
+});

@@ -1,0 +1,40 @@
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import spec from "@toolplane/spec/openapi.json" with { type: "json" };
+import { describe, expect, it } from "vitest";
+import { operationTable } from "../src/index.ts";
+
+// The product is defined as the 96 operations of ../shared/api-operations.tsv (beside the repository).
+const tsv = fileURLToPath(new URL("../../../../shared/api-operations.tsv", import.meta.url));
+
+describe("the spec", () => {
+  it.runIf(existsSync(tsv))("describes exactly the operations of api-operations.tsv", () => {
+    const expected = readFileSync(tsv, "utf8")
+      .trim()
+      .split("\n")
+      .slice(1)
+      .map((line) => {
+        const [method = "", path = ""] = line.split("\t");
+        return `${method.toLowerCase()} ${path.replace(/:([a-z_]+)/g, "{$1}")}`;
+      })
+      .sort();
+    const actual = operationTable.map((o) => `${o.method} ${o.path}`).sort();
+    expect(actual).toEqual(expected);
+    expect(actual).toHaveLength(96);
+  });
+
+  it("documents 401, 500 and 501 and a 2xx on every operation, under bearer security", () => {
+    expect(spec.security).toEqual([{ bearerAuth: [] }]);
+    for (const [path, item] of Object.entries(spec.paths as Record<string, Record<string, { responses?: object }>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (!op.responses) continue;
+        const statuses = Object.keys(op.responses);
+        expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(["401", "500", "501"]));
+        expect(
+          statuses.some((s) => s.startsWith("2")),
+          `${method} ${path}`,
+        ).toBe(true);
+      }
+    }
+  });
+});
