@@ -11,10 +11,7 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
  * with the request id and answered with a 500 that carries the id and nothing of the internals.
  */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-  const apiError =
-    err instanceof ApiError
-      ? err
-      : new ApiError("internal_server_error", `An unexpected error occurred. Reference: ${String(req.id)}.`);
+  const apiError = toApiError(err, String(req.id));
   if (apiError.status >= 500) req.log.error({ err }, "request failed");
   else req.log.info({ code: apiError.code }, apiError.message);
   if (res.headersSent) {
@@ -24,3 +21,12 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
   res.status(apiError.status).json(apiError.toBody());
 };
+
+function toApiError(err: unknown, requestId: string): ApiError {
+  if (err instanceof ApiError) return err;
+  // Express's router rejects an undecodable path (`/x/%zz`) with a URIError carrying status 400.
+  if (err instanceof URIError && (err as { status?: unknown }).status === 400) {
+    return new ApiError("bad_request", "The request path is not valid percent-encoded UTF-8.", { cause: err });
+  }
+  return new ApiError("internal_server_error", `An unexpected error occurred. Reference: ${requestId}.`);
+}

@@ -137,3 +137,21 @@ describe("provider groups: errors", () => {
     expect(res.status).toBe(200);
   });
 });
+
+describe("malformed requests", () => {
+  it("answers an undecodable path with 400 bad_request, not 500", async () => {
+    for (const path of ["/provider-groups/%zz", "/p/%E0%A4%A"]) {
+      const res = await t.fetch(path);
+      expect(res.status, path).toBe(400);
+      expect(await res.json()).toMatchObject({ code: "bad_request", ok: false });
+    }
+  });
+
+  it("answers non-object JSON bodies with invalid_data at the root path", async () => {
+    for (const body of ["[1]", "null", '"x"', "3"]) {
+      const res = await t.fetch("/provider-groups", json(body));
+      expect(res.status, body).toBe(400);
+      expect(await res.json()).toMatchObject({ code: "invalid_data", errors: [{ path: [] }] });
+    }
+  });
+});
