@@ -1,0 +1,97 @@
+// The server as a user runs it: `tsx src/main.ts` on an embedded data directory, and the keys CLI.
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const tsx = join(root, "node_modules/.bin/tsx");
+const dataDir = mkdtempSync(join(tmpdir(), "toolplane-e2e-"));
+const env = { ...process.env, TOOLPLANE_DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "warn", DATABASE_URL: "" };
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+async function start(): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(tsx, ["src/main.ts"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout?.on("data", (d) => {
+    output += d;
+  });
+  child.stderr?.on("data", (d) => {
+    output += d;
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match?.[1]) {
+        clearInterval(timer);
+        resolve(match[1]);
+      }
+    }, 50);
+    child.once("exit", (code) => {
+      clearInterval(timer);
+      reject(new Error(`server exited with ${code}:\n${output}`));
+    });
+  });
+  return { child, url, output: () => output };
+}
+
+async function stop(child: ChildProcess): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  child.kill("SIGTERM");
+  return exited;
+}
+
+const cli = (...args: string[]) => promisify(execFile)(tsx, ["src/cli.ts", ...args], { cwd: root, env });
+const keyIn = (text: string) => /(tp_[a-z0-9]{12}_[A-Za-z0-9_-]{43})/.exec(text)?.[1];
+const status = async (url: string, key?: string) =>
+  (await fetch(`${url}/provider-groups`, { headers: key ? { authorization: `Bearer ${key}` } : {} })).status;
+
+// The PostgreSQL run covers the data layer; this file is about the embedded default, so it runs once.
+describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("server process and keys CLI", () => {
+  it("creates an instance and prints a key on first start, keeps data across restarts, stops on SIGTERM", async () => {
+    const first = await start();
+    const key = keyIn(first.output());
+    expect(key).toBeDefined();
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect((await fetch(`${first.url}/health`)).status).toBe(200);
+    expect((await fetch(`${first.url}/ready`)).status).toBe(200);
+    const created = await fetch(`${first.url}/provider-groups`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "Survives restarts" }),
+    });
+    expect(created.status).toBe(201);
+    expect(await stop(first.child)).toBe(0);
+
+    const second = await start();
+    expect(keyIn(second.output())).toBeUndefined();
+    const list = await fetch(`${second.url}/provider-groups`, { headers: { authorization: `Bearer ${key}` } });
+    expect(((await list.json()) as { items: { name: string }[] }).items.map((g) => g.name)).toEqual([
+      "Survives restarts",
+    ]);
+    expect(await stop(second.child)).toBe(0);
+  }, 60_000);
+
+  it("creates, lists and revokes keys from the CLI", async () => {
+    const created = await cli("keys", "create", "--name", "ci");
+    const key = keyIn(created.stdout);
+    expect(key).toBeDefined();
+    const listed = await cli("keys", "list");
+    expect(listed.stdout).toContain("ci");
+    expect(listed.stdout).not.toContain(key?.slice("tp_".length + 13) ?? "<none>");
+
+    const server = await start();
+    expect(await status(server.url, key)).toBe(200);
+    await stop(server.child);
+    const prefix = key?.split("_")[1] ?? "";
+    expect((await cli("keys", "revoke", prefix)).stdout).toContain("Revoked");
+    const again = await start();
+    expect(await status(again.url, key)).toBe(401);
+    expect(await stop(again.child)).toBe(0);
+
+    await expect(cli("keys", "frobnicate")).rejects.toMatchObject({ code: 2 });
+  }, 90_000);
+});
