@@ -84,6 +84,16 @@ describe("portals: happy paths", () => {
     expect(theirs.slug).toBe("slug-test");
   });
 
+  it("gives concurrent creates of one name distinct slugs", async () => {
+    const tenant = await t.createTenant("race");
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => tenant.client.POST("/portals", { body: { name: "Race" } })),
+    );
+    expect(results.map((r) => r.response.status)).toEqual(Array(8).fill(201));
+    const slugs = results.map((r) => r.data?.slug ?? "").sort();
+    expect(slugs).toEqual(["race", ...Array.from({ length: 7 }, (_, i) => `race-${i + 2}`)].sort());
+  });
+
   it("frees the slug of a deleted portal", async () => {
     const tenant = await t.createTenant("slug-reuse");
     const first = await unwrap(tenant.client.POST("/portals", { body: { name: "Reuse" } }));

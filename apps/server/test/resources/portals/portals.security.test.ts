@@ -1,0 +1,138 @@
+import { unwrap } from "@toolplane/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seedSessionTemplate } from "../../support/seed.ts";
+import { startTestServer, type TestServer } from "../../support/server.ts";
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(() => t.close());
+
+const json = (method: string, body: unknown) => ({
+  method,
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+});
+
+describe("portals: security", () => {
+  it("refuses every operation without a valid key with 401, and writes nothing", async () => {
+    const portal = await unwrap(t.client.POST("/portals", { body: { name: "Guarded" } }));
+    const before = await t.db.selectFrom("portals").selectAll().orderBy("id").execute();
+    const operations: [string, RequestInit][] = [
+      ["/portals", { method: "GET" }],
+      ["/portals", json("POST", { name: "Sneaky" })],
+      [`/portals/${portal.id}`, { method: "GET" }],
+      [`/portals/${portal.id}`, json("PATCH", { name: "Hijacked", status: "archived" })],
+      [`/portals/${portal.id}`, { method: "DELETE" }],
+    ];
+    const authorizations = [
+      undefined,
+      "Basic abc",
+      "Bearer",
+      "Bearer nope",
+      `Bearer tp_aaaaaaaaaaaa_${"A".repeat(43)}`,
+    ];
+    for (const [path, init] of operations) {
+      for (const authorization of authorizations) {
+        const headers = new Headers(init.headers);
+        if (authorization) headers.set("authorization", authorization);
+        const res = await t.fetch(path, { ...init, headers, auth: false });
+        const label = `${init.method} ${path} ${authorization ?? "(none)"}`;
+        expect(res.status, label).toBe(401);
+        expect(await res.json(), label).toMatchObject({ __typename: "error", code: "unauthorized", status: 401 });
+      }
+    }
+    expect(await t.db.selectFrom("portals").selectAll().orderBy("id").execute()).toEqual(before);
+  });
+
+  it("authenticates before validating the body or the id", async () => {
+    const res = await t.fetch("/portals", {
+      auth: false,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{not json",
+    });
+    expect(res.status).toBe(401);
+    const unknown = await t.fetch("/portals/ptl_00000000000000000000000000", { auth: false });
+    expect(unknown.status).toBe(401);
+  });
+
+  it("keeps tenants apart: another instance's portal is a 404 on get, patch and delete, and never listed", async () => {
+    const other = await t.createTenant("other");
+    const theirs = await unwrap(
+      other.client.POST("/portals", { body: { name: "Theirs", description: "Private to the other tenant" } }),
+    );
+    const mine = await unwrap(t.client.POST("/portals", { body: { name: "Mine" } }));
+    const path = { portal_id: theirs.id };
+
+    const get = await t.client.GET("/portals/{portal_id}", { params: { path } });
+    const patch = await t.client.PATCH("/portals/{portal_id}", {
+      params: { path },
+      body: { name: "Taken over", brand_name: "Evil", status: "archived", session_expiry_time_in_seconds: 300 },
+    });
+    const del = await t.client.DELETE("/portals/{portal_id}", { params: { path } });
+    for (const r of [get, patch, del]) {
+      expect(r.response.status).toBe(404);
+      expect(r.error).toMatchObject({ code: "not_found", entity: "portal" });
+      expect(JSON.stringify(r.error)).not.toContain("Theirs");
+    }
+    // Indistinguishable from an id that does not exist at all.
+    const unknown = await t.client.GET("/portals/{portal_id}", {
+      params: { path: { portal_id: "ptl_00000000000000000000000000" } },
+    });
+    expect(unknown.error?.message.replace("ptl_00000000000000000000000000", "ID")).toBe(
+      get.error?.message.replace(theirs.id, "ID"),
+    );
+
+    const myList = await unwrap(t.client.GET("/portals", { params: { query: { limit: 100 } } }));
+    expect(myList.items.map((p) => p.id)).toContain(mine.id);
+    expect(myList.items.map((p) => p.id)).not.toContain(theirs.id);
+    const paged: string[] = [];
+    for await (const p of t.client.paginate("/portals", { params: { query: { limit: 1 } } })) paged.push(p.id);
+    expect(paged).not.toContain(theirs.id);
+    // A bound taken from another tenant's id reveals nothing of theirs either.
+    const afterTheirs = await unwrap(t.client.GET("/portals", { params: { query: { before: theirs.id } } }));
+    expect(afterTheirs.items.map((p) => p.id)).not.toContain(theirs.id);
+
+    const theirList = await unwrap(other.client.GET("/portals"));
+    expect(theirList.items.map((p) => p.id)).toEqual([theirs.id]);
+
+    // Their portal is untouched, and still readable by its owner.
+    expect(await unwrap(other.client.GET("/portals/{portal_id}", { params: { path } }))).toEqual(theirs);
+  });
+
+  it("creates portals in the caller's instance only", async () => {
+    const tenant = await t.createTenant("creator");
+    const created = await unwrap(tenant.client.POST("/portals", { body: { name: "Owned" } }));
+    const row = await t.db
+      .selectFrom("portals")
+      .select("instance_id")
+      .where("id", "=", created.id)
+      .executeTakeFirstOrThrow();
+    expect(row.instance_id).toBe(tenant.instanceId);
+    const res = await t.client.GET("/portals/{portal_id}", { params: { path: { portal_id: created.id } } });
+    expect(res.response.status).toBe(404);
+  });
+
+  it("serves the public page without a key and without consumer or tenant identifiers", async () => {
+    const portal = await unwrap(t.client.POST("/portals", { body: { name: "Public page" } }));
+    const templateId = await seedSessionTemplate(t.db, t.tenant.instanceId, "Shared template");
+    const access = await unwrap(
+      t.client.POST("/portals/{portal_id}/consumer-access", {
+        params: { path: { portal_id: portal.id } },
+        body: {
+          consumer_group_id: "secret-group-name",
+          access: { type: "server_deployment_template", server_deployment_template_id: templateId },
+        },
+      }),
+    );
+    const res = await t.fetch(`/p/${portal.id}`, { auth: false });
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain("Shared template");
+    for (const secret of ["secret-group-name", access.id, templateId, t.tenant.instanceId, t.tenant.apiKey]) {
+      expect(html).not.toContain(secret);
+    }
+  });
+});
