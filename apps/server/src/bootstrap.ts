@@ -1,15 +1,19 @@
 import { createApiKey, createInstance } from "./auth/api-keys.ts";
+import { BUILTIN_CATALOG_DIR, loadCatalog, readCatalog } from "./catalog/loader.ts";
 import type { Config } from "./config.ts";
 import { type DatabaseHandle, openDatabase } from "./db/database.ts";
 import { migrate } from "./db/migrate.ts";
 
-/** Opens the configured database and applies pending migrations. */
-export async function openMigratedDatabase(config: Pick<Config, "databaseUrl" | "dataDir">): Promise<DatabaseHandle> {
+/** Opens the configured database, applies pending migrations and loads the catalog. */
+export async function openMigratedDatabase(
+  config: Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "catalogDirs">>,
+): Promise<DatabaseHandle> {
   const handle = await openDatabase(
     config.databaseUrl ? { kind: "postgres", url: config.databaseUrl } : { kind: "pglite", dataDir: config.dataDir },
   );
   try {
     await migrate(handle.db);
+    await loadCatalog(handle.db, readCatalog(config.catalogDirs ?? [BUILTIN_CATALOG_DIR]));
   } catch (err) {
     await handle.close();
     throw err;

@@ -1,4 +1,5 @@
 import { isAbsolute, join, resolve } from "node:path";
+import { BUILTIN_CATALOG_DIR } from "./catalog/loader.ts";
 
 export interface Config {
   host: string;
@@ -8,6 +9,8 @@ export interface Config {
   /** `postgres://…` for PostgreSQL; unset means embedded PGlite in `dataDir`. */
   databaseUrl: string | undefined;
   dataDir: string;
+  /** Catalog directories loaded at start: the built-in one, then TOOLPLANE_CATALOG_DIRS (colon-separated). */
+  catalogDirs: string[];
   bodyLimitBytes: number;
   logLevel: string;
   shutdownTimeoutMs: number;
@@ -26,6 +29,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: (env.TOOLPLANE_PUBLIC_URL ?? `http://${host}:${port}`).replace(/\/+$/, ""),
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(join(base, dataDir)),
+    catalogDirs: [
+      BUILTIN_CATALOG_DIR,
+      ...(env.TOOLPLANE_CATALOG_DIRS ?? "")
+        .split(":")
+        .filter(Boolean)
+        .map((d) => (isAbsolute(d) ? d : resolve(join(base, d)))),
+    ],
     bodyLimitBytes: integer(env, "TOOLPLANE_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     logLevel: env.LOG_LEVEL ?? "info",
     shutdownTimeoutMs: integer(env, "TOOLPLANE_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),

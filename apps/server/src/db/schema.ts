@@ -6,6 +6,8 @@ type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefine
 /** jsonb columns: written as JSON text (so pg and PGlite agree), read back parsed. */
 type Json<T> = ColumnType<T, string, string>;
 type NullableJson<T> = ColumnType<T | null, string | null | undefined, string | null>;
+/** A jsonb column with a database default: optional on insert. */
+type JsonWithDefault<T> = ColumnType<T, string | undefined, string>;
 
 export type JsonObject = Record<string, unknown>;
 
@@ -35,6 +37,71 @@ export interface ProvidersTable {
   name: string;
   slug: string;
   description: string | null;
+  publisher_id: string | null;
+  current_version_id: string | null;
+  metadata: JsonWithDefault<JsonObject>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PublishersTable {
+  id: string;
+  instance_id: string | null;
+  slug: string;
+  name: string;
+  description: string | null;
+  image_url: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** How a provider version's MCP server is reached. `{package:NAME}` in args is resolved at launch. */
+export type Runtime =
+  | { type: "remote"; url: string; protocol: "streamable_http" | "sse" }
+  | { type: "stdio"; command: string; args: string[]; env?: Record<string, string> };
+
+export interface CatalogTool {
+  name: string;
+  description?: string;
+}
+
+export interface ProviderVersionsTable {
+  id: string;
+  provider_id: string;
+  version: string;
+  status: string;
+  runtime: Json<Runtime>;
+  config_schema: Json<JsonObject>;
+  tools: Json<CatalogTool[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AuthMethodScope {
+  id: string;
+  scope: string;
+  name: string | null;
+  description: string | null;
+}
+
+export interface OAuthEndpoints {
+  authorization_endpoint: string;
+  token_endpoint: string;
+  extra_authorize_params?: Record<string, string>;
+  resource?: string;
+}
+
+export interface ProviderAuthMethodsTable {
+  id: string;
+  provider_id: string;
+  provider_version_id: string | null;
+  key: string;
+  type: "oauth" | "token";
+  name: string;
+  description: string | null;
+  input_schema: Json<JsonObject>;
+  scopes: Json<AuthMethodScope[]>;
+  oauth: NullableJson<OAuthEndpoints>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -124,6 +191,9 @@ export interface Database {
   instances: InstancesTable;
   api_keys: ApiKeysTable;
   providers: ProvidersTable;
+  publishers: PublishersTable;
+  provider_versions: ProviderVersionsTable;
+  provider_auth_methods: ProviderAuthMethodsTable;
   provider_listings: ProviderListingsTable;
   servers: ServersTable;
   provider_groups: ProviderGroupsTable;

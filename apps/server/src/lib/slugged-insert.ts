@@ -1,9 +1,11 @@
+import { randomBytes } from "node:crypto";
 import { isUniqueViolation } from "./db-errors.ts";
 import { slugify, uniqueSlug } from "./slug.ts";
 
 /**
  * Inserts a row whose slug derives from its name and must be unique in its scope: picks the first free
- * `name`, `name-2`, … and retries if a concurrent insert took it first.
+ * `name`, `name-2`, … and retries if a concurrent insert took it first; under a burst of identical names it
+ * falls back to a random suffix so no caller is refused.
  */
 export async function insertWithUniqueSlug<T>(
   name: string,
@@ -12,11 +14,12 @@ export async function insertWithUniqueSlug<T>(
 ): Promise<T> {
   const base = slugify(name);
   for (let attempt = 0; ; attempt++) {
-    const slug = uniqueSlug(base, new Set(await takenSlugs(base)));
+    const slug =
+      attempt < 3 ? uniqueSlug(base, new Set(await takenSlugs(base))) : `${base}-${randomBytes(3).toString("hex")}`;
     try {
       return await insert(slug);
     } catch (err) {
-      if (!isUniqueViolation(err) || attempt >= 4) throw err;
+      if (!isUniqueViolation(err) || attempt >= 10) throw err;
     }
   }
 }

@@ -4,12 +4,13 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+import { BUILTIN_CATALOG_DIR, loadCatalog, readCatalog } from "../../src/catalog/loader.ts";
 import { openDatabase } from "../../src/db/database.ts";
 import { migrate } from "../../src/db/migrate.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
-    /** PGlite: a migrated data directory, dumped once; every test file loads its own copy (~1 s, not ~5 s). */
+    /** PGlite: a migrated data directory, with the built-in catalog loaded, dumped once; every test file loads its own copy (~1 s, not ~5 s). */
     pgliteSnapshot: string;
     /** PostgreSQL: a migrated template database; every test file gets `CREATE DATABASE … TEMPLATE` of it. */
     postgresTemplate: string;
@@ -29,6 +30,7 @@ export default async function setup(project: TestProject) {
     url.pathname = `/${TEMPLATE_DB}`;
     const template = await openDatabase({ kind: "postgres", url: url.toString(), poolSize: 1 });
     await migrate(template.db);
+    await loadCatalog(template.db, readCatalog([BUILTIN_CATALOG_DIR]));
     await template.close();
     project.provide("postgresTemplate", TEMPLATE_DB);
     project.provide("pgliteSnapshot", "");
@@ -40,6 +42,7 @@ export default async function setup(project: TestProject) {
   const pglite = await PGlite.create();
   const handle = await openDatabase({ kind: "pglite-instance", pglite });
   await migrate(handle.db);
+  await loadCatalog(handle.db, readCatalog([BUILTIN_CATALOG_DIR]));
   const dump = await pglite.dumpDataDir("none");
   await handle.close();
   const dir = mkdtempSync(join(tmpdir(), "toolplane-test-"));

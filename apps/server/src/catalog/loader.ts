@@ -1,0 +1,262 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import { sql } from "kysely";
+import { parse } from "yaml";
+import type { Db } from "../db/database.ts";
+import type { AuthMethodScope, CatalogTool, JsonObject, OAuthEndpoints, Runtime } from "../db/schema.ts";
+import { newId } from "../lib/ids.ts";
+import type { StoredServerVariant } from "../resources/servers/service.ts";
+
+/** The catalog shipped with the server (`<repo>/catalog`). */
+export const BUILTIN_CATALOG_DIR = fileURLToPath(new URL("../../../../catalog/", import.meta.url));
+const CATALOG_LOCK = 724_312;
+
+export interface CatalogEntry {
+  slug: string;
+  name: string;
+  description?: string | null;
+  metadata?: JsonObject;
+  publisher: { slug: string; name: string; description?: string | null; image_url?: string | null };
+  current_version: string;
+  versions: {
+    version: string;
+    status: "released" | "deprecated";
+    runtime: Runtime;
+    config_schema: JsonObject;
+    tools: CatalogTool[];
+  }[];
+  auth_methods: {
+    key: string;
+    type: "oauth" | "token";
+    name: string;
+    description?: string | null;
+    input_schema?: JsonObject;
+    scopes?: { scope: string; name?: string | null; description?: string | null }[];
+    oauth?: OAuthEndpoints;
+  }[];
+}
+
+/** What an OAuth auth method imports and exports: the token set. */
+export const OAUTH_TOKEN_SCHEMA: JsonObject = {
+  type: "object",
+  properties: {
+    access_token: { type: "string", minLength: 1 },
+    refresh_token: { type: ["string", "null"] },
+    token_type: { type: "string" },
+    scope: { type: ["string", "null"] },
+    expires_at: { type: ["string", "null"], format: "date-time" },
+  },
+  required: ["access_token"],
+  additionalProperties: false,
+};
+
+/** Reads and validates every `*.yaml` of the directories; a bad file fails with its name and each problem. */
+export function readCatalog(dirs: string[]): CatalogEntry[] {
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  (addFormatsModule as unknown as (a: Ajv2020) => void)(ajv);
+  const validate = ajv.compile(JSON.parse(readFileSync(join(BUILTIN_CATALOG_DIR, "catalog.schema.json"), "utf8")));
+  const entries: CatalogEntry[] = [];
+  const seen = new Map<string, string>();
+  for (const dir of dirs) {
+    for (const file of readdirSync(dir)
+      .filter((f) => /\.ya?ml$/.test(f))
+      .sort()) {
+      const path = join(dir, file);
+      const entry = parse(readFileSync(path, "utf8")) as CatalogEntry;
+      if (!validate(entry)) {
+        const problems = (validate.errors ?? [])
+          .map((e) => {
+            const extra = e.keyword === "additionalProperties" ? ` (${String(e.params.additionalProperty)})` : "";
+            return `  ${e.instancePath || "/"} ${e.message}${extra}`;
+          })
+          .join("\n");
+        throw new Error(`Invalid catalog entry ${path}:\n${problems}`);
+      }
+      if (!entry.versions.some((v) => v.version === entry.current_version)) {
+        throw new Error(
+          `Invalid catalog entry ${path}: current_version ${entry.current_version} is not among its versions`,
+        );
+      }
+      const other = seen.get(entry.slug);
+      if (other) throw new Error(`Catalog slug "${entry.slug}" is declared twice: ${other} and ${path}`);
+      seen.set(entry.slug, path);
+      entries.push(entry);
+    }
+  }
+  return entries;
+}
+
+/**
+ * Upserts the entries into the catalog tables in one transaction, matching by slug (versions by version,
+ * auth methods by key) so ids stay stable across restarts and replicas. Returns the provider ids by slug.
+ */
+export async function loadCatalog(db: Db, entries: CatalogEntry[]): Promise<Map<string, string>> {
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${CATALOG_LOCK})`.execute(trx);
+    const ids = new Map<string, string>();
+    const now = new Date();
+    for (const entry of entries) {
+      const publisherValues = {
+        name: entry.publisher.name,
+        description: entry.publisher.description ?? null,
+        image_url: entry.publisher.image_url ?? null,
+        updated_at: now,
+      };
+      const publisher = await trx
+        .selectFrom("publishers")
+        .select("id")
+        .where("instance_id", "is", null)
+        .where("slug", "=", entry.publisher.slug)
+        .executeTakeFirst();
+      const publisherId = publisher?.id ?? newId("pub");
+      if (publisher) await trx.updateTable("publishers").set(publisherValues).where("id", "=", publisherId).execute();
+      else {
+        await trx
+          .insertInto("publishers")
+          .values({
+            id: publisherId,
+            instance_id: null,
+            slug: entry.publisher.slug,
+            ...publisherValues,
+            created_at: now,
+          })
+          .execute();
+      }
+
+      const providerValues = {
+        name: entry.name,
+        description: entry.description ?? null,
+        publisher_id: publisherId,
+        metadata: JSON.stringify(entry.metadata ?? {}),
+        updated_at: now,
+      };
+      const provider = await trx
+        .selectFrom("providers")
+        .select("id")
+        .where("instance_id", "is", null)
+        .where("slug", "=", entry.slug)
+        .executeTakeFirst();
+      const providerId = provider?.id ?? newId("pro");
+      if (provider) await trx.updateTable("providers").set(providerValues).where("id", "=", providerId).execute();
+      else {
+        await trx
+          .insertInto("providers")
+          .values({ id: providerId, instance_id: null, slug: entry.slug, ...providerValues, created_at: now })
+          .execute();
+      }
+      ids.set(entry.slug, providerId);
+
+      const versionIds = new Map<string, string>();
+      for (const v of entry.versions) {
+        const values = {
+          status: v.status,
+          runtime: JSON.stringify(v.runtime),
+          config_schema: JSON.stringify(v.config_schema),
+          tools: JSON.stringify(v.tools),
+          updated_at: now,
+        };
+        const existing = await trx
+          .selectFrom("provider_versions")
+          .select("id")
+          .where("provider_id", "=", providerId)
+          .where("version", "=", v.version)
+          .executeTakeFirst();
+        const id = existing?.id ?? newId("prv");
+        if (existing) await trx.updateTable("provider_versions").set(values).where("id", "=", id).execute();
+        else {
+          await trx
+            .insertInto("provider_versions")
+            .values({ id, provider_id: providerId, version: v.version, ...values, created_at: now })
+            .execute();
+        }
+        versionIds.set(v.version, id);
+      }
+      const currentVersionId = versionIds.get(entry.current_version) ?? null;
+      await trx
+        .updateTable("providers")
+        .set({ current_version_id: currentVersionId })
+        .where("id", "=", providerId)
+        .execute();
+
+      for (const m of entry.auth_methods) {
+        const existing = await trx
+          .selectFrom("provider_auth_methods")
+          .select(["id", "scopes"])
+          .where("provider_id", "=", providerId)
+          .where("key", "=", m.key)
+          .executeTakeFirst();
+        // Scope ids are kept for scopes that stay, so clients holding them do not break on a reload.
+        const previous = new Map((existing?.scopes ?? []).map((s) => [s.scope, s.id]));
+        const scopes: AuthMethodScope[] = (m.scopes ?? []).map((s) => ({
+          id: previous.get(s.scope) ?? newId("pams"),
+          scope: s.scope,
+          name: s.name ?? null,
+          description: s.description ?? null,
+        }));
+        const values = {
+          provider_version_id: currentVersionId,
+          type: m.type,
+          name: m.name,
+          description: m.description ?? null,
+          input_schema: JSON.stringify(m.type === "oauth" ? OAUTH_TOKEN_SCHEMA : (m.input_schema ?? {})),
+          scopes: JSON.stringify(scopes),
+          oauth: m.oauth ? JSON.stringify(m.oauth) : null,
+          updated_at: now,
+        };
+        if (existing)
+          await trx.updateTable("provider_auth_methods").set(values).where("id", "=", existing.id).execute();
+        else {
+          await trx
+            .insertInto("provider_auth_methods")
+            .values({ id: newId("pam"), provider_id: providerId, key: m.key, ...values, created_at: now })
+            .execute();
+        }
+      }
+
+      await trx
+        .insertInto("provider_listings")
+        .values({ id: newId("plg"), provider_id: providerId, instance_id: null, created_at: now, updated_at: now })
+        .onConflict((oc) => oc.column("provider_id").doUpdateSet({ updated_at: now }))
+        .execute();
+
+      const current = entry.versions.find((v) => v.version === entry.current_version);
+      const onlyOAuth = entry.auth_methods.length > 0 && entry.auth_methods.every((m) => m.type === "oauth");
+      const variants: StoredServerVariant[] = current
+        ? [
+            {
+              status: "active",
+              source: serverSource(current.runtime),
+              current_version: {
+                oauth_status: onlyOAuth ? "required" : "not_required",
+                source: serverSource(current.runtime),
+                schema: current.config_schema,
+                created_at: now.toISOString(),
+              },
+            },
+          ]
+        : [];
+      const serverValues = {
+        name: entry.name,
+        description: entry.description ?? null,
+        metadata: JSON.stringify(entry.metadata ?? {}),
+        variants: JSON.stringify(variants),
+        updated_at: now,
+      };
+      await trx
+        .insertInto("servers")
+        .values({ id: newId("srv"), instance_id: null, provider_id: providerId, ...serverValues, created_at: now })
+        .onConflict((oc) => oc.column("provider_id").doUpdateSet(serverValues))
+        .execute();
+    }
+    return ids;
+  });
+}
+
+function serverSource(runtime: Runtime): StoredServerVariant["source"] {
+  return runtime.type === "remote"
+    ? { type: "remote", remote: { url: runtime.url, protocol: runtime.protocol } }
+    : { type: "stdio", stdio: { command: runtime.command, args: runtime.args } };
+}
