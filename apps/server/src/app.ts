@@ -9,6 +9,7 @@ import { errorHandler, notFoundRoute } from "./http/errors.ts";
 import { requestLogger } from "./http/logging.ts";
 import { portalPageRouter } from "./http/portal-page.ts";
 import { createHandlers } from "./resources/index.ts";
+import type { SecretBox } from "./secrets/secret-box.ts";
 
 export interface AppDeps {
   db: Db;
@@ -16,6 +17,8 @@ export interface AppDeps {
   logger: Logger;
   publicUrl: string;
   bodyLimitBytes: number;
+  /** Encrypts and decrypts secrets at rest. */
+  secrets: SecretBox;
   /** Answers /ready: whether the database can be reached. */
   isReady?: () => Promise<boolean>;
 }

@@ -2,9 +2,11 @@
 import { parseArgs } from "node:util";
 import { createApiKey, createInstance, listApiKeys, revokeApiKey } from "./auth/api-keys.ts";
 import { openMigratedDatabase } from "./bootstrap.ts";
+import { loadCatalog, readCatalog } from "./catalog/loader.ts";
 import { loadConfig } from "./config.ts";
+import type { Db } from "./db/database.ts";
 
-const USAGE = `Usage: toolplane keys <command>
+const USAGE = `Usage: toolplane keys <command> | toolplane catalog <command>
 
   keys create [--instance <ins_id> | --new-instance <name>] [--name <name>]
                  creates an API key (for the only instance when there is one) and prints it once
@@ -12,7 +14,10 @@ const USAGE = `Usage: toolplane keys <command>
   keys revoke <key_id | prefix>
                  revokes a key; requests with it get 401 within 5 seconds
 
-Uses the same DATABASE_URL / TOOLPLANE_DATA_DIR as the server.`;
+  catalog list   lists catalog providers with the ids a deployment needs: provider, versions, auth methods
+  catalog load   (re)loads the catalog directories into the database (the server also does it at start)
+
+Uses the same DATABASE_URL / TOOLPLANE_DATA_DIR / TOOLPLANE_CATALOG_DIRS as the server.`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -21,13 +26,15 @@ async function main(argv: string[]): Promise<number> {
     options: { instance: { type: "string" }, "new-instance": { type: "string" }, name: { type: "string" } },
   });
   const [group, command, arg] = positionals;
-  if (group !== "keys" || !command) {
+  if ((group !== "keys" && group !== "catalog") || !command) {
     console.error(USAGE);
     return 2;
   }
-  const database = await openMigratedDatabase(loadConfig());
+  const config = loadConfig();
+  const database = await openMigratedDatabase(config);
   const { db } = database;
   try {
+    if (group === "catalog") return await catalogCommand(db, command, config.catalogDirs);
     if (command === "create") {
       let instanceId = values.instance;
       if (values["new-instance"]) instanceId = await createInstance(db, values["new-instance"]);
@@ -83,4 +90,42 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (err) {
+  console.error(err instanceof Error ? err.message : String(err));
+  process.exitCode = 1;
+}
+
+async function catalogCommand(db: Db, command: string, dirs: string[]): Promise<number> {
+  if (command === "load") {
+    const ids = await loadCatalog(db, readCatalog(dirs));
+    console.log(`Loaded ${ids.size} catalog providers from ${dirs.join(", ")}.`);
+    return 0;
+  }
+  if (command !== "list") {
+    console.error(USAGE);
+    return 2;
+  }
+  const rows = await db
+    .selectFrom("providers as p")
+    .leftJoin("provider_versions as v", "v.id", "p.current_version_id")
+    .select(["p.id", "p.slug", "p.name", "v.id as version_id", "v.version"])
+    .where("p.instance_id", "is", null)
+    .orderBy("p.slug")
+    .execute();
+  const methods = await db.selectFrom("provider_auth_methods").select(["provider_id", "id", "type"]).execute();
+  console.table(
+    rows.map((r) => ({
+      slug: r.slug,
+      name: r.name,
+      provider_id: r.id,
+      current_version: r.version ? `${r.version} (${r.version_id})` : "",
+      auth_methods: methods
+        .filter((m) => m.provider_id === r.id)
+        .map((m) => `${m.type} ${m.id}`)
+        .join(", "),
+    })),
+  );
+  return 0;
+}

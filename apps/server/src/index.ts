@@ -8,4 +8,5 @@ export { type DatabaseHandle, type Db, openDatabase } from "./db/database.ts";
 export { migrate } from "./db/migrate.ts";
 export { createLogger } from "./http/logging.ts";
 export { newId } from "./lib/ids.ts";
+export { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 export { bundledSpec } from "./spec.ts";

@@ -4,12 +4,16 @@ import { createApp } from "./app.ts";
 import { ensureFirstInstance, openMigratedDatabase } from "./bootstrap.ts";
 import { loadConfig } from "./config.ts";
 import { createLogger } from "./http/logging.ts";
+import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 import { bundledSpec } from "./spec.ts";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
 const startedAt = performance.now();
 
+const secrets = new SecretBox(
+  loadSecretKeys(process.env.TOOLPLANE_SECRET_KEY, config.databaseUrl ? undefined : config.dataDir),
+);
 const database = await openMigratedDatabase(config);
 const firstKey = await ensureFirstInstance(database);
 
@@ -19,6 +23,7 @@ const app = createApp({
   logger,
   publicUrl: config.publicUrl,
   bodyLimitBytes: config.bodyLimitBytes,
+  secrets,
   isReady: async () => {
     await sql`select 1`.execute(database.db);
     return true;
@@ -35,6 +40,7 @@ const server: Server = app.listen(config.port, config.host, () => {
     `  Toolplane API listening on http://${config.host}:${port}`,
     `  API reference:          http://${config.host}:${port}/docs`,
     `  Database:               ${where}`,
+    "  Catalog providers:      `pnpm catalog list` shows their ids",
     firstKey
       ? `  API key (shown once):   ${firstKey}`
       : "  API key:                created on first start; make another with `pnpm keys create`",

@@ -158,7 +158,8 @@ const CODES: Record<string, string> = {
   anyOf: "any_of",
 };
 
-function toDetails(errors: ErrorObject[]): ErrorDetail[] {
+/** Ajv errors as documented error details: one per problem, with the path of the offending field. */
+export function toDetails(errors: ErrorObject[]): ErrorDetail[] {
   // A failed oneOf reports every branch's errors too; when a branch matched the discriminator, those are the
   // useful ones, so drop the summary line in that case.
   const hasBranchErrors = errors.some((e) => e.keyword !== "oneOf");

@@ -1,4 +1,5 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
@@ -27,9 +28,16 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
     return { db, kind: "postgres", close: () => db.destroy() };
   }
   let pglite: PGlite;
+  let unlock = () => {};
   if (target.kind === "pglite") {
     mkdirSync(target.dataDir, { recursive: true, mode: 0o700 });
-    pglite = await PGlite.create(target.dataDir);
+    unlock = lockDataDir(target.dataDir);
+    try {
+      pglite = await PGlite.create(target.dataDir);
+    } catch (err) {
+      unlock();
+      throw err;
+    }
   } else {
     pglite = target.pglite;
   }
@@ -40,6 +48,41 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
     close: async () => {
       await db.destroy();
       if (!pglite.closed) await pglite.close();
+      unlock();
     },
   };
+}
+
+/**
+ * PGlite is one process's database: a second process opening the same directory would corrupt it. A pid file
+ * makes the second one (a CLI next to a running server, say) stop with a clear message instead.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const file = join(dataDir, "toolplane.pid");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx", mode: 0o600 });
+      return () => rmSync(file, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const owner = Number(readFileSync(file, "utf8"));
+      if (owner && owner !== process.pid && isAlive(owner)) {
+        throw new Error(
+          `The embedded database in ${dataDir} is in use by process ${owner} (a running server?). ` +
+            "Stop it first, or share one PostgreSQL server between processes with DATABASE_URL.",
+        );
+      }
+      rmSync(file, { force: true }); // left by a process that is gone
+    }
+  }
+  throw new Error(`Could not lock ${dataDir}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }

@@ -187,6 +187,48 @@ export interface PortalConsumerAccessTable {
   updated_at: Timestamp;
 }
 
+export interface ProviderDeploymentsTable {
+  id: string;
+  instance_id: string;
+  provider_id: string;
+  locked_version_id: string | null;
+  default_config_id: string | null;
+  name: string;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProviderConfigVaultsTable {
+  id: string;
+  instance_id: string;
+  provider_id: string;
+  provider_deployment_id: string;
+  name: string;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  data_ciphertext: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProviderConfigsTable {
+  id: string;
+  instance_id: string;
+  provider_id: string;
+  provider_deployment_id: string;
+  /** The version whose config schema validated the data. */
+  provider_version_id: string;
+  source: "inline" | "vault";
+  name: string;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  data_ciphertext: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   instances: InstancesTable;
   api_keys: ApiKeysTable;
@@ -202,6 +244,9 @@ export interface Database {
   portals: PortalsTable;
   consumer_groups: ConsumerGroupsTable;
   portal_consumer_access: PortalConsumerAccessTable;
+  provider_deployments: ProviderDeploymentsTable;
+  provider_config_vaults: ProviderConfigVaultsTable;
+  provider_configs: ProviderConfigsTable;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

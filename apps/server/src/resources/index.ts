@@ -6,15 +6,29 @@ import { portalConsumerAccessHandlers } from "./portal-consumer-access/handlers.
 import { PortalConsumerAccessService } from "./portal-consumer-access/service.ts";
 import { portalHandlers } from "./portals/handlers.ts";
 import { PortalService } from "./portals/service.ts";
+import { providerConfigVaultHandlers } from "./provider-config-vaults/handlers.ts";
+import { ProviderConfigVaultService } from "./provider-config-vaults/service.ts";
+import { providerConfigHandlers } from "./provider-configs/handlers.ts";
+import { ProviderConfigService } from "./provider-configs/service.ts";
+import { providerDeploymentHandlers } from "./provider-deployments/handlers.ts";
+import { ProviderDeploymentService } from "./provider-deployments/service.ts";
 import { providerGroupHandlers } from "./provider-groups/handlers.ts";
 import { ProviderGroupService } from "./provider-groups/service.ts";
 import { serverHandlers } from "./servers/handlers.ts";
 import { ServerService } from "./servers/service.ts";
 
 /** Wires every tag's handlers to its service. Tags whose issue has not landed answer 501. */
-export function createHandlers({ db, publicUrl }: Pick<AppDeps, "db" | "publicUrl">): Handlers<RequestContext> {
+export function createHandlers({
+  db,
+  publicUrl,
+  secrets,
+}: Pick<AppDeps, "db" | "publicUrl" | "secrets">): Handlers<RequestContext> {
   const portals = new PortalService(db, publicUrl);
+  const deployments = new ProviderDeploymentService(db);
   return {
+    providerDeployments: providerDeploymentHandlers(deployments),
+    providerConfigs: providerConfigHandlers(deployments, new ProviderConfigService(db, deployments, secrets)),
+    providerConfigVaults: providerConfigVaultHandlers(deployments, new ProviderConfigVaultService(db, secrets)),
     providerGroups: providerGroupHandlers(new ProviderGroupService(db)),
     portals: portalHandlers(portals),
     portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals)),
@@ -81,28 +95,6 @@ export function createHandlers({ db, publicUrl }: Pick<AppDeps, "db" | "publicUr
       "createSessionTemplateProvider",
       "updateSessionTemplateProvider",
       "deleteSessionTemplateProvider",
-    ),
-    providerDeployments: notImplemented(
-      "listProviderDeployments",
-      "getProviderDeployment",
-      "createProviderDeployment",
-      "updateProviderDeployment",
-      "deleteProviderDeployment",
-    ),
-    providerConfigs: notImplemented(
-      "listProviderConfigs",
-      "getProviderConfig",
-      "createProviderConfig",
-      "updateProviderConfig",
-      "deleteProviderConfig",
-      "getProviderConfigSchema",
-    ),
-    providerConfigVaults: notImplemented(
-      "listProviderConfigVaults",
-      "getProviderConfigVault",
-      "createProviderConfigVault",
-      "updateProviderConfigVault",
-      "deleteProviderConfigVault",
     ),
     providerSetupSessions: notImplemented(
       "listProviderSetupSessions",

@@ -1,9 +1,11 @@
+import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { createToolplaneClient, type ToolplaneClient } from "@toolplane/client";
 import { pino } from "pino";
 import { createApp } from "../../src/app.ts";
 import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import type { Db } from "../../src/db/database.ts";
+import { SecretBox } from "../../src/secrets/secret-box.ts";
 import { bundledSpec } from "../../src/spec.ts";
 import { createTestDatabase } from "./database.ts";
 
@@ -34,6 +36,7 @@ export async function startTestServer(): Promise<TestServer> {
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
     publicUrl: "http://127.0.0.1",
     bodyLimitBytes: 64 * 1024,
+    secrets: new SecretBox([{ id: "test", key: randomBytes(32) }]),
   });
   const server = app.listen(0, "127.0.0.1");
   await new Promise<void>((resolve) => server.once("listening", resolve));

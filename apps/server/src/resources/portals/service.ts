@@ -4,6 +4,7 @@ import type { Db } from "../../db/database.ts";
 import type { Row } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
+import { describedPatch } from "../../lib/patch.ts";
 import { insertWithUniqueSlug } from "../../lib/slugged-insert.ts";
 import { iso } from "../../lib/time.ts";
 
@@ -63,14 +64,12 @@ export class PortalService {
     const row = await this.db
       .updateTable("portals")
       .set({
-        ...(body.name === undefined ? {} : { name: body.name }),
-        ...(body.description === undefined ? {} : { description: body.description }),
+        ...describedPatch(body),
         ...(body.brand_name === undefined ? {} : { brand_name: body.brand_name }),
         ...(body.session_expiry_time_in_seconds === undefined
           ? {}
           : { session_expiry_seconds: body.session_expiry_time_in_seconds }),
         ...(body.status === undefined ? {} : { status: body.status }),
-        updated_at: new Date(),
       })
       .where("instance_id", "=", instanceId)
       .where("id", "=", id)

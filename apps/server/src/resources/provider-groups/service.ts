@@ -5,6 +5,7 @@ import type { Row } from "../../db/schema.ts";
 import { isUniqueViolation } from "../../lib/db-errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
+import { describedPatch } from "../../lib/patch.ts";
 import { insertWithUniqueSlug } from "../../lib/slugged-insert.ts";
 import { iso } from "../../lib/time.ts";
 
@@ -63,11 +64,7 @@ export class ProviderGroupService {
   async update(instanceId: string, id: string, body: GroupUpdate): Promise<ProviderGroup> {
     const row = await this.db
       .updateTable("provider_groups")
-      .set({
-        ...(body.name === undefined ? {} : { name: body.name }),
-        ...(body.description === undefined ? {} : { description: body.description }),
-        updated_at: new Date(),
-      })
+      .set(describedPatch(body))
       .where("instance_id", "=", instanceId)
       .where("id", "=", id)
       .returningAll()

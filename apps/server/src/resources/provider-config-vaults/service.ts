@@ -1,0 +1,42 @@
+import type { components } from "@toolplane/types";
+import type { Db } from "../../db/database.ts";
+import { newId } from "../../lib/ids.ts";
+import type { SecretBox } from "../../secrets/secret-box.ts";
+import { type ChildObject, DeploymentChildren } from "../deployment-children.ts";
+import { assertDataSize, vaultAad } from "../provider-configs/service.ts";
+import type { DeploymentRef } from "../provider-deployments/service.ts";
+
+type VaultCreate = components["schemas"]["ProviderConfigVaultCreate"];
+
+export class ProviderConfigVaultService extends DeploymentChildren<"provider.config_vault"> {
+  constructor(
+    private readonly database: Db,
+    private readonly secrets: SecretBox,
+  ) {
+    super(database, "provider_config_vaults", "provider.config_vault");
+  }
+
+  /** Stores the values encrypted; they are validated only when a config is made from the vault. */
+  async create(deployment: DeploymentRef, body: VaultCreate): Promise<ChildObject<"provider.config_vault">> {
+    assertDataSize(body.data, ["data"]);
+    const id = newId("pcvt");
+    const now = new Date();
+    const row = await this.database
+      .insertInto("provider_config_vaults")
+      .values({
+        id,
+        instance_id: deployment.instanceId,
+        provider_id: deployment.providerId,
+        provider_deployment_id: deployment.id,
+        name: body.name,
+        description: body.description ?? null,
+        metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
+        data_ciphertext: this.secrets.encryptJson(body.data, vaultAad(id)),
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return this.toApi(row);
+  }
+}

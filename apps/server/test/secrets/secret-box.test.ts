@@ -1,0 +1,54 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadSecretKeys, SecretBox } from "../../src/secrets/secret-box.ts";
+
+const key = (id: string) => ({ id, key: randomBytes(32) });
+
+describe("SecretBox", () => {
+  it("round-trips, never shows the plaintext, and uses a fresh IV each time", () => {
+    const box = new SecretBox([key("a")]);
+    const one = box.encrypt("hunter2-secret", "row:1");
+    const two = box.encrypt("hunter2-secret", "row:1");
+    expect(one).not.toContain("hunter2");
+    expect(one).not.toBe(two);
+    expect(box.decrypt(one, "row:1")).toBe("hunter2-secret");
+    expect(box.decryptJson(box.encryptJson({ a: [1] }, "x"), "x")).toEqual({ a: [1] });
+  });
+
+  it("refuses a ciphertext moved to another row, tampered with, or under an unknown key", () => {
+    const box = new SecretBox([key("a")]);
+    const token = box.encrypt("s", "row:1");
+    expect(() => box.decrypt(token, "row:2")).toThrow();
+    const parts = token.split(".");
+    parts[4] = Buffer.from("x").toString("base64url");
+    expect(() => box.decrypt(parts.join("."), "row:1")).toThrow();
+    expect(() => new SecretBox([key("b")]).decrypt(token, "row:1")).toThrow(/key "a"/);
+  });
+
+  it("rotates: the first key encrypts, older keys still decrypt", () => {
+    const old = key("old");
+    const token = new SecretBox([old]).encrypt("s", "r");
+    const rotated = new SecretBox([key("new"), old]);
+    expect(rotated.decrypt(token, "r")).toBe("s");
+    expect(rotated.needsRotation(token)).toBe(true);
+    expect(rotated.needsRotation(rotated.encrypt("s", "r"))).toBe(false);
+  });
+
+  it("loads keys from the environment, or generates an owner-only key file once", () => {
+    const a = randomBytes(32).toString("base64");
+    const b = randomBytes(32).toString("base64");
+    expect(loadSecretKeys(`new:${a},old:${b}`, undefined).map((k) => k.id)).toEqual(["new", "old"]);
+    expect(loadSecretKeys(a, undefined)[0]?.id).toBe("k1");
+    expect(() => new SecretBox(loadSecretKeys("c2hvcnQ=", undefined))).toThrow(/32 bytes/);
+    expect(() => loadSecretKeys(undefined, undefined)).toThrow(/TOOLPLANE_SECRET_KEY is required/);
+
+    const dir = mkdtempSync(join(tmpdir(), "toolplane-keys-"));
+    const first = loadSecretKeys(undefined, dir);
+    expect(statSync(join(dir, "secret.key")).mode & 0o777).toBe(0o600);
+    expect(loadSecretKeys(undefined, dir)[0]?.key.equals(first[0]?.key ?? Buffer.alloc(0))).toBe(true);
+    expect(readFileSync(join(dir, "secret.key"), "utf8")).toMatch(/^k1:/);
+  });
+});
