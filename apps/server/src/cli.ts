@@ -5,8 +5,10 @@ import { openMigratedDatabase } from "./bootstrap.ts";
 import { loadCatalog, readCatalog } from "./catalog/loader.ts";
 import { loadConfig } from "./config.ts";
 import type { Db } from "./db/database.ts";
+import { rotateSecrets } from "./secrets/rotate.ts";
+import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 
-const USAGE = `Usage: toolplane keys <command> | toolplane catalog <command>
+const USAGE = `Usage: toolplane keys|catalog|secrets <command>
 
   keys create [--instance <ins_id> | --new-instance <name>] [--name <name>]
                  creates an API key (for the only instance when there is one) and prints it once
@@ -16,6 +18,8 @@ const USAGE = `Usage: toolplane keys <command> | toolplane catalog <command>
 
   catalog list   lists catalog providers with the ids a deployment needs: provider, versions, auth methods
   catalog load   (re)loads the catalog directories into the database (the server also does it at start)
+  secrets rotate re-encrypts every stored secret with the first key of TOOLPLANE_SECRET_KEY (after adding a
+                 new key in front of the old ones); the old key can be removed afterwards
 
 Uses the same DATABASE_URL / TOOLPLANE_DATA_DIR / TOOLPLANE_CATALOG_DIRS as the server.`;
 
@@ -26,7 +30,7 @@ async function main(argv: string[]): Promise<number> {
     options: { instance: { type: "string" }, "new-instance": { type: "string" }, name: { type: "string" } },
   });
   const [group, command, arg] = positionals;
-  if ((group !== "keys" && group !== "catalog") || !command) {
+  if (!["keys", "catalog", "secrets"].includes(group ?? "") || !command) {
     console.error(USAGE);
     return 2;
   }
@@ -35,6 +39,13 @@ async function main(argv: string[]): Promise<number> {
   const { db } = database;
   try {
     if (group === "catalog") return await catalogCommand(db, command, config.catalogDirs);
+    if (group === "secrets" && command === "rotate") {
+      const secrets = new SecretBox(
+        loadSecretKeys(process.env.TOOLPLANE_SECRET_KEY, config.databaseUrl ? undefined : config.dataDir),
+      );
+      console.log(`Re-encrypted ${await rotateSecrets(db, secrets)} secrets with the primary key.`);
+      return 0;
+    }
     if (command === "create") {
       let instanceId = values.instance;
       if (values["new-instance"]) instanceId = await createInstance(db, values["new-instance"]);

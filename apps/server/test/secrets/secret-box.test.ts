@@ -2,8 +2,12 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { unwrap } from "@toolplane/client";
 import { describe, expect, it } from "vitest";
+import { configAad, vaultAad } from "../../src/resources/provider-configs/service.ts";
+import { rotateSecrets } from "../../src/secrets/rotate.ts";
 import { loadSecretKeys, SecretBox } from "../../src/secrets/secret-box.ts";
+import { startTestServer } from "../support/server.ts";
 
 const key = (id: string) => ({ id, key: randomBytes(32) });
 
@@ -50,5 +54,52 @@ describe("SecretBox", () => {
     expect(statSync(join(dir, "secret.key")).mode & 0o777).toBe(0o600);
     expect(loadSecretKeys(undefined, dir)[0]?.key.equals(first[0]?.key ?? Buffer.alloc(0))).toBe(true);
     expect(readFileSync(join(dir, "secret.key"), "utf8")).toMatch(/^k1:/);
+  });
+});
+
+describe("rotateSecrets", () => {
+  it("re-encrypts stored configs and vaults under the new primary key, keeping them readable", async () => {
+    const t = await startTestServer();
+    try {
+      const provider = await t.db
+        .selectFrom("providers")
+        .select("id")
+        .where("slug", "=", "github")
+        .executeTakeFirstOrThrow();
+      const deployment = await unwrap(
+        t.client.POST("/provider-deployments", { body: { name: "d", provider_id: provider.id } }),
+      );
+      const path = { provider_deployment_id: deployment.id };
+      await unwrap(
+        t.client.POST("/provider-deployments/{provider_deployment_id}/config-vaults", {
+          params: { path },
+          body: { name: "v", data: { toolsets: "repos" } },
+        }),
+      );
+      await unwrap(
+        t.client.POST("/provider-deployments/{provider_deployment_id}/configs", {
+          params: { path },
+          body: { name: "c", config: { type: "inline", data: { toolsets: "issues" } } },
+        }),
+      );
+      const next = key("next");
+      const rotated = new SecretBox([next, t.secretKey]);
+      expect(await rotateSecrets(t.db, rotated)).toBe(2);
+      expect(await rotateSecrets(t.db, rotated)).toBe(0);
+
+      const newOnly = new SecretBox([next]);
+      const config = await t.db
+        .selectFrom("provider_configs")
+        .select(["id", "data_ciphertext"])
+        .executeTakeFirstOrThrow();
+      const vault = await t.db
+        .selectFrom("provider_config_vaults")
+        .select(["id", "data_ciphertext"])
+        .executeTakeFirstOrThrow();
+      expect(newOnly.decryptJson(config.data_ciphertext, configAad(config.id))).toEqual({ toolsets: "issues" });
+      expect(newOnly.decryptJson(vault.data_ciphertext, vaultAad(vault.id))).toEqual({ toolsets: "repos" });
+    } finally {
+      await t.close();
+    }
   });
 });

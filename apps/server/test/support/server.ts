@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { createApp } from "../../src/app.ts";
 import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import type { Db } from "../../src/db/database.ts";
-import { SecretBox } from "../../src/secrets/secret-box.ts";
+import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
 import { bundledSpec } from "../../src/spec.ts";
 import { createTestDatabase } from "./database.ts";
 
@@ -18,6 +18,8 @@ export interface Tenant {
 export interface TestServer {
   url: string;
   db: Db;
+  /** The key the app encrypts secrets with. */
+  secretKey: SecretKey;
   /** The first tenant; most tests act as it. */
   tenant: Tenant;
   client: ToolplaneClient;
@@ -30,13 +32,14 @@ export interface TestServer {
 /** The real app on a real database, listening on a free 127.0.0.1 port. */
 export async function startTestServer(): Promise<TestServer> {
   const database = await createTestDatabase();
+  const secretKey: SecretKey = { id: "test", key: randomBytes(32) };
   const app = createApp({
     db: database.db,
     spec: bundledSpec,
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
     publicUrl: "http://127.0.0.1",
     bodyLimitBytes: 64 * 1024,
-    secrets: new SecretBox([{ id: "test", key: randomBytes(32) }]),
+    secrets: new SecretBox([secretKey]),
   });
   const server = app.listen(0, "127.0.0.1");
   await new Promise<void>((resolve) => server.once("listening", resolve));
@@ -52,6 +55,7 @@ export async function startTestServer(): Promise<TestServer> {
   return {
     url,
     db: database.db,
+    secretKey,
     tenant,
     client: tenant.client,
     createTenant,
