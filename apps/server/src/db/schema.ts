@@ -229,6 +229,43 @@ export interface ProviderConfigsTable {
   updated_at: Timestamp;
 }
 
+export interface ProviderAuthCredentialsTable {
+  id: string;
+  instance_id: string;
+  provider_id: string;
+  provider_deployment_id: string;
+  type: "oauth";
+  client_id: string;
+  client_secret_ciphertext: string;
+  scopes: Json<string[]>;
+  /** Nullable: a PATCH may clear it (the spec allows null names for credentials and auth configs). */
+  name: string | null;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProviderAuthConfigsTable {
+  id: string;
+  instance_id: string;
+  provider_id: string;
+  provider_deployment_id: string;
+  provider_auth_method_id: string;
+  provider_auth_credentials_id: string | null;
+  type: "manual" | "oauth_automated" | "oauth_manual";
+  status: "pending" | "active" | "expired" | "refresh_failed";
+  status_reason: string | null;
+  /** The encrypted credential data (token set or API token); null while pending. */
+  credential_ciphertext: string | null;
+  expires_at: NullableTimestamp;
+  name: string | null;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   instances: InstancesTable;
   api_keys: ApiKeysTable;
@@ -247,6 +284,8 @@ export interface Database {
   provider_deployments: ProviderDeploymentsTable;
   provider_config_vaults: ProviderConfigVaultsTable;
   provider_configs: ProviderConfigsTable;
+  provider_auth_credentials: ProviderAuthCredentialsTable;
+  provider_auth_configs: ProviderAuthConfigsTable;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

@@ -1,7 +1,11 @@
 import type { JsonObject } from "../db/schema.ts";
 
 /** The columns a PATCH of name/description/metadata sets: omitted fields stay, null clears. */
-export function describedPatch(body: { name?: string; description?: string | null; metadata?: JsonObject | null }) {
+export function describedPatch<N extends string | null>(body: {
+  name?: N;
+  description?: string | null;
+  metadata?: JsonObject | null;
+}) {
   return {
     ...(body.name === undefined ? {} : { name: body.name }),
     ...(body.description === undefined ? {} : { description: body.description }),

@@ -1,116 +1,82 @@
 import { ApiError } from "@toolplane/server-stubs";
 import type { Db } from "../db/database.ts";
-import type { JsonObject } from "../db/schema.ts";
+import type { JsonObject, Row } from "../db/schema.ts";
 import { type ListParams, paginate } from "../lib/pagination.ts";
 import { describedPatch } from "../lib/patch.ts";
-import { iso } from "../lib/time.ts";
 import type { DeploymentRef } from "./provider-deployments/service.ts";
 
-type ChildTable = "provider_configs" | "provider_config_vaults";
+/** The tables whose rows live under a deployment and are reachable only through it. */
+export type ChildTable =
+  | "provider_configs"
+  | "provider_config_vaults"
+  | "provider_auth_credentials"
+  | "provider_auth_configs";
 
-/** The fields configs and vaults share on the wire (their data is write-only, so never among them). */
-export interface ChildObject<O extends string> {
-  object: O;
-  id: string;
-  name: string;
-  description: string | null;
-  metadata: JsonObject | null;
-  provider_id: string;
-  provider_deployment_id: string;
-  created_at: string;
-  updated_at: string;
+export interface DescribedPatch {
+  /** null only where the resource's spec allows clearing the name. */
+  name?: string | null;
+  description?: string | null;
+  metadata?: JsonObject | null;
 }
 
-const COLUMNS = [
-  "id",
-  "name",
-  "description",
-  "metadata",
-  "provider_id",
-  "provider_deployment_id",
-  "created_at",
-  "updated_at",
-] as const;
-
 /**
- * Reads, renames and deletes the rows that live under a deployment (configs, config vaults), scoped to the
- * deployment and so to its instance: another deployment's or instance's id is a 404.
+ * Reads, renames and deletes the rows that live under a deployment, scoped to the deployment and so to its
+ * instance: another deployment's or instance's id is a 404. Each resource supplies how a row looks on the wire.
  */
-export class DeploymentChildren<O extends string> {
+export class DeploymentChildren<T extends ChildTable, A> {
   constructor(
-    private readonly db: Db,
-    private readonly table: ChildTable,
-    private readonly object: O,
+    protected readonly db: Db,
+    private readonly table: T,
+    private readonly entity: string,
+    readonly toApi: (row: Row<T>) => A,
   ) {}
 
-  private select(deployment: DeploymentRef) {
+  /** Kysely cannot type a query over a table chosen at run time; every row here is a Row<T>. */
+  protected scoped(deployment: DeploymentRef) {
     return this.db
-      .selectFrom(this.table)
-      .select(COLUMNS)
+      .selectFrom(this.table as ChildTable)
+      .selectAll()
       .where("instance_id", "=", deployment.instanceId)
       .where("provider_deployment_id", "=", deployment.id);
   }
 
-  async list(deployment: DeploymentRef, params: ListParams) {
-    const { rows, pagination } = await paginate(this.select(deployment), `${this.table}.id`, params);
-    return { items: rows.map((r) => this.toApi(r)), pagination };
+  async list(deployment: DeploymentRef, params: ListParams, narrow = (q: ReturnType<typeof this.scoped>) => q) {
+    const { rows, pagination } = await paginate(narrow(this.scoped(deployment)), `${this.table}.id`, params);
+    return { items: rows.map((r) => this.toApi(r as Row<T>)), pagination };
   }
 
-  async get(deployment: DeploymentRef, id: string): Promise<ChildObject<O>> {
-    const row = await this.select(deployment).where("id", "=", id).executeTakeFirst();
-    if (!row) throw ApiError.notFound(this.object, id);
-    return this.toApi(row);
+  async find(deployment: DeploymentRef, id: string): Promise<Row<T>> {
+    const row = await this.scoped(deployment).where("id", "=", id).executeTakeFirst();
+    if (!row) throw ApiError.notFound(this.entity, id);
+    return row as Row<T>;
   }
 
-  async update(
-    deployment: DeploymentRef,
-    id: string,
-    body: { name?: string; description?: string | null; metadata?: JsonObject | null },
-  ): Promise<ChildObject<O>> {
+  async get(deployment: DeploymentRef, id: string): Promise<A> {
+    return this.toApi(await this.find(deployment, id));
+  }
+
+  async update(deployment: DeploymentRef, id: string, body: DescribedPatch): Promise<A> {
     const row = await this.db
-      .updateTable(this.table)
+      .updateTable(this.table as ChildTable)
       .set(describedPatch(body))
       .where("instance_id", "=", deployment.instanceId)
       .where("provider_deployment_id", "=", deployment.id)
       .where("id", "=", id)
-      .returning(COLUMNS)
+      .returningAll()
       .executeTakeFirst();
-    if (!row) throw ApiError.notFound(this.object, id);
-    return this.toApi(row);
+    if (!row) throw ApiError.notFound(this.entity, id);
+    return this.toApi(row as Row<T>);
   }
 
-  async delete(deployment: DeploymentRef, id: string): Promise<ChildObject<O>> {
+  async delete(deployment: DeploymentRef, id: string): Promise<A> {
     const row = await this.db
-      .deleteFrom(this.table)
+      .deleteFrom(this.table as ChildTable)
       .where("instance_id", "=", deployment.instanceId)
       .where("provider_deployment_id", "=", deployment.id)
       .where("id", "=", id)
-      .returning(COLUMNS)
+      .returningAll()
       .executeTakeFirst();
-    if (!row) throw ApiError.notFound(this.object, id);
-    return this.toApi(row);
-  }
-
-  toApi(row: {
-    id: string;
-    name: string;
-    description: string | null;
-    metadata: JsonObject | null;
-    provider_id: string;
-    provider_deployment_id: string;
-    created_at: Date;
-    updated_at: Date;
-  }): ChildObject<O> {
-    return {
-      object: this.object,
-      id: row.id,
-      name: row.name,
-      description: row.description,
-      metadata: row.metadata,
-      provider_id: row.provider_id,
-      provider_deployment_id: row.provider_deployment_id,
-      created_at: iso(row.created_at),
-      updated_at: iso(row.updated_at),
-    };
+    if (!row) throw ApiError.notFound(this.entity, id);
+    return this.toApi(row as Row<T>);
   }
 }

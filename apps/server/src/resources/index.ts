@@ -6,6 +6,10 @@ import { portalConsumerAccessHandlers } from "./portal-consumer-access/handlers.
 import { PortalConsumerAccessService } from "./portal-consumer-access/service.ts";
 import { portalHandlers } from "./portals/handlers.ts";
 import { PortalService } from "./portals/service.ts";
+import { providerAuthConfigHandlers } from "./provider-auth-configs/handlers.ts";
+import { ProviderAuthConfigService } from "./provider-auth-configs/service.ts";
+import { providerAuthCredentialsHandlers } from "./provider-auth-credentials/handlers.ts";
+import { ProviderAuthCredentialsService } from "./provider-auth-credentials/service.ts";
 import { providerConfigVaultHandlers } from "./provider-config-vaults/handlers.ts";
 import { ProviderConfigVaultService } from "./provider-config-vaults/service.ts";
 import { providerConfigHandlers } from "./provider-configs/handlers.ts";
@@ -29,6 +33,11 @@ export function createHandlers({
     providerDeployments: providerDeploymentHandlers(deployments),
     providerConfigs: providerConfigHandlers(deployments, new ProviderConfigService(db, deployments, secrets)),
     providerConfigVaults: providerConfigVaultHandlers(deployments, new ProviderConfigVaultService(db, secrets)),
+    providerAuthCredentials: providerAuthCredentialsHandlers(
+      deployments,
+      new ProviderAuthCredentialsService(db, secrets),
+    ),
+    providerAuthConfigs: providerAuthConfigHandlers(deployments, new ProviderAuthConfigService(db)),
     providerGroups: providerGroupHandlers(new ProviderGroupService(db)),
     portals: portalHandlers(portals),
     portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals)),
@@ -44,13 +53,6 @@ export function createHandlers({
       "getProviderOAuthSetup",
       "createProviderOAuthSetup",
       "updateProviderOAuthSetup",
-    ),
-    providerAuthCredentials: notImplemented(
-      "listProviderAuthCredentials",
-      "getProviderAuthCredentials",
-      "createProviderAuthCredentials",
-      "updateProviderAuthCredentials",
-      "deleteProviderAuthCredentials",
     ),
     toolCalls: notImplemented(
       "listToolCalls",
@@ -102,13 +104,6 @@ export function createHandlers({
       "createProviderSetupSession",
       "updateProviderSetupSession",
       "deleteProviderSetupSession",
-    ),
-    providerAuthConfigs: notImplemented(
-      "listProviderAuthConfigs",
-      "getProviderAuthConfig",
-      "createProviderAuthConfig",
-      "updateProviderAuthConfig",
-      "deleteProviderAuthConfig",
     ),
     providerAuthExports: notImplemented("listProviderAuthExports", "getProviderAuthExport", "createProviderAuthExport"),
     providerAuthImports: notImplemented(

@@ -2,26 +2,27 @@ import type { components } from "@toolplane/types";
 import type { Db } from "../../db/database.ts";
 import { newId } from "../../lib/ids.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
-import { type ChildObject, DeploymentChildren } from "../deployment-children.ts";
-import { assertDataSize, vaultAad } from "../provider-configs/service.ts";
+import { DeploymentChildren } from "../deployment-children.ts";
+import { assertDataSize, describedChild, vaultAad } from "../provider-configs/service.ts";
 import type { DeploymentRef } from "../provider-deployments/service.ts";
 
 type VaultCreate = components["schemas"]["ProviderConfigVaultCreate"];
+type Vault = components["schemas"]["ProviderConfigVault"];
 
-export class ProviderConfigVaultService extends DeploymentChildren<"provider.config_vault"> {
+export class ProviderConfigVaultService extends DeploymentChildren<"provider_config_vaults", Vault> {
   constructor(
-    private readonly database: Db,
+    db: Db,
     private readonly secrets: SecretBox,
   ) {
-    super(database, "provider_config_vaults", "provider.config_vault");
+    super(db, "provider_config_vaults", "provider.config_vault", describedChild("provider.config_vault"));
   }
 
   /** Stores the values encrypted; they are validated only when a config is made from the vault. */
-  async create(deployment: DeploymentRef, body: VaultCreate): Promise<ChildObject<"provider.config_vault">> {
+  async create(deployment: DeploymentRef, body: VaultCreate): Promise<Vault> {
     assertDataSize(body.data, ["data"]);
     const id = newId("pcvt");
     const now = new Date();
-    const row = await this.database
+    const row = await this.db
       .insertInto("provider_config_vaults")
       .values({
         id,

@@ -1,15 +1,32 @@
 import { ApiError } from "@toolplane/server-stubs";
 import type { components } from "@toolplane/types";
 import type { Db } from "../../db/database.ts";
-import type { JsonObject } from "../../db/schema.ts";
+import type { JsonObject, Row } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
 import { assertMatchesSchema } from "../../lib/json-schema.ts";
+import { iso } from "../../lib/time.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
-import { type ChildObject, DeploymentChildren } from "../deployment-children.ts";
+import { DeploymentChildren } from "../deployment-children.ts";
 import type { DeploymentRef, ProviderDeploymentService } from "../provider-deployments/service.ts";
 
 type ConfigCreate = components["schemas"]["ProviderConfigCreate"];
 type ConfigSchema = components["schemas"]["ProviderConfigSchema"];
+type Config = components["schemas"]["ProviderConfig"];
+
+/** The fields configs and vaults show (their data is write-only, so never among them). */
+export const describedChild =
+  <O extends string>(object: O) =>
+  (row: Row<"provider_configs" | "provider_config_vaults">) => ({
+    object,
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    metadata: row.metadata,
+    provider_id: row.provider_id,
+    provider_deployment_id: row.provider_deployment_id,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  });
 
 /** Config and vault data: at most this many bytes of JSON. */
 export const MAX_CONFIG_DATA_BYTES = 64 * 1024;
@@ -28,13 +45,13 @@ export function assertDataSize(data: JsonObject, path: string[]): void {
 export const configAad = (id: string) => `provider_configs:${id}`;
 export const vaultAad = (id: string) => `provider_config_vaults:${id}`;
 
-export class ProviderConfigService extends DeploymentChildren<"provider.config"> {
+export class ProviderConfigService extends DeploymentChildren<"provider_configs", Config> {
   constructor(
-    private readonly database: Db,
+    db: Db,
     private readonly deployments: ProviderDeploymentService,
     private readonly secrets: SecretBox,
   ) {
-    super(database, "provider_configs", "provider.config");
+    super(db, "provider_configs", "provider.config", describedChild("provider.config"));
   }
 
   async schema(deployment: DeploymentRef): Promise<ConfigSchema> {
@@ -48,7 +65,7 @@ export class ProviderConfigService extends DeploymentChildren<"provider.config">
   }
 
   /** Validates the values against the deployment's config schema and stores them encrypted; nothing on failure. */
-  async create(deployment: DeploymentRef, body: ConfigCreate): Promise<ChildObject<"provider.config">> {
+  async create(deployment: DeploymentRef, body: ConfigCreate): Promise<Config> {
     const version = await this.deployments.runnableVersion(deployment);
     let data: JsonObject;
     if (body.config.type === "inline") {
@@ -61,7 +78,7 @@ export class ProviderConfigService extends DeploymentChildren<"provider.config">
       });
     } else {
       const vaultId = body.config.provider_config_vault_id;
-      const vault = await this.database
+      const vault = await this.db
         .selectFrom("provider_config_vaults")
         .select(["id", "provider_id", "data_ciphertext"])
         .where("instance_id", "=", deployment.instanceId)
@@ -84,7 +101,7 @@ export class ProviderConfigService extends DeploymentChildren<"provider.config">
     }
     const id = newId("pcf");
     const now = new Date();
-    const row = await this.database
+    const row = await this.db
       .insertInto("provider_configs")
       .values({
         id,
