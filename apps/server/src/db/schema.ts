@@ -266,6 +266,40 @@ export interface ProviderAuthConfigsTable {
   updated_at: Timestamp;
 }
 
+export interface ProviderAuthExportsTable {
+  id: string;
+  instance_id: string;
+  provider_auth_config_id: string;
+  note: string;
+  metadata: NullableJson<JsonObject>;
+  value_ciphertext: string;
+  created_at: Timestamp;
+}
+
+export interface ProviderAuthImportsTable {
+  id: string;
+  instance_id: string;
+  provider_id: string;
+  provider_deployment_id: string;
+  provider_auth_config_id: string;
+  provider_auth_method_id: string;
+  note: string;
+  metadata: NullableJson<JsonObject>;
+  created_at: Timestamp;
+}
+
+/** An auth config's credential data, as it is encrypted into `credential_ciphertext`. */
+export type CredentialData =
+  | {
+      kind: "oauth";
+      access_token: string;
+      refresh_token: string | null;
+      token_type: string;
+      scope: string | null;
+      expires_at: string | null;
+    }
+  | { kind: "manual"; values: JsonObject };
+
 export interface Database {
   instances: InstancesTable;
   api_keys: ApiKeysTable;
@@ -286,6 +320,8 @@ export interface Database {
   provider_configs: ProviderConfigsTable;
   provider_auth_credentials: ProviderAuthCredentialsTable;
   provider_auth_configs: ProviderAuthConfigsTable;
+  provider_auth_exports: ProviderAuthExportsTable;
+  provider_auth_imports: ProviderAuthImportsTable;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

@@ -27,6 +27,7 @@ function validatorFor(schema: JsonObject): ValidateFunction {
 export function assertMatchesSchema(
   schema: JsonObject,
   data: unknown,
+  /** `what` opens the message, e.g. "config.data does not match the config schema". */
   options: { pathPrefix: (string | number)[]; entity: string; what: string },
 ): void {
   const validate = validatorFor(schema);

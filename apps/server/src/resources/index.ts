@@ -7,9 +7,14 @@ import { PortalConsumerAccessService } from "./portal-consumer-access/service.ts
 import { portalHandlers } from "./portals/handlers.ts";
 import { PortalService } from "./portals/service.ts";
 import { providerAuthConfigHandlers } from "./provider-auth-configs/handlers.ts";
+import { authConfigScope } from "./provider-auth-configs/scope.ts";
 import { ProviderAuthConfigService } from "./provider-auth-configs/service.ts";
 import { providerAuthCredentialsHandlers } from "./provider-auth-credentials/handlers.ts";
 import { ProviderAuthCredentialsService } from "./provider-auth-credentials/service.ts";
+import { providerAuthExportHandlers } from "./provider-auth-exports/handlers.ts";
+import { ProviderAuthExportService } from "./provider-auth-exports/service.ts";
+import { providerAuthImportHandlers } from "./provider-auth-imports/handlers.ts";
+import { ProviderAuthImportService } from "./provider-auth-imports/service.ts";
 import { providerConfigVaultHandlers } from "./provider-config-vaults/handlers.ts";
 import { ProviderConfigVaultService } from "./provider-config-vaults/service.ts";
 import { providerConfigHandlers } from "./provider-configs/handlers.ts";
@@ -29,6 +34,8 @@ export function createHandlers({
 }: Pick<AppDeps, "db" | "publicUrl" | "secrets">): Handlers<RequestContext> {
   const portals = new PortalService(db, publicUrl);
   const deployments = new ProviderDeploymentService(db);
+  const authConfigs = new ProviderAuthConfigService(db);
+  const authConfigPath = authConfigScope(deployments, authConfigs);
   return {
     providerDeployments: providerDeploymentHandlers(deployments),
     providerConfigs: providerConfigHandlers(deployments, new ProviderConfigService(db, deployments, secrets)),
@@ -37,7 +44,9 @@ export function createHandlers({
       deployments,
       new ProviderAuthCredentialsService(db, secrets),
     ),
-    providerAuthConfigs: providerAuthConfigHandlers(deployments, new ProviderAuthConfigService(db)),
+    providerAuthConfigs: providerAuthConfigHandlers(deployments, authConfigs),
+    providerAuthExports: providerAuthExportHandlers(authConfigPath, new ProviderAuthExportService(db, secrets)),
+    providerAuthImports: providerAuthImportHandlers(authConfigPath, new ProviderAuthImportService(db, secrets)),
     providerGroups: providerGroupHandlers(new ProviderGroupService(db)),
     portals: portalHandlers(portals),
     portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals)),
@@ -104,13 +113,6 @@ export function createHandlers({
       "createProviderSetupSession",
       "updateProviderSetupSession",
       "deleteProviderSetupSession",
-    ),
-    providerAuthExports: notImplemented("listProviderAuthExports", "getProviderAuthExport", "createProviderAuthExport"),
-    providerAuthImports: notImplemented(
-      "listProviderAuthImports",
-      "getProviderAuthImport",
-      "createProviderAuthImport",
-      "getProviderAuthImportSchema",
     ),
   };
 }

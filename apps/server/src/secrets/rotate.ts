@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
+import { credentialAad, exportAad } from "../resources/provider-auth-configs/credential-data.ts";
 import { clientSecretAad } from "../resources/provider-auth-credentials/service.ts";
 import { configAad, vaultAad } from "../resources/provider-configs/service.ts";
 import type { SecretBox } from "./secret-box.ts";
@@ -9,6 +10,8 @@ const ENCRYPTED = [
   { table: "provider_configs", column: "data_ciphertext", aad: configAad },
   { table: "provider_config_vaults", column: "data_ciphertext", aad: vaultAad },
   { table: "provider_auth_credentials", column: "client_secret_ciphertext", aad: clientSecretAad },
+  { table: "provider_auth_configs", column: "credential_ciphertext", aad: credentialAad },
+  { table: "provider_auth_exports", column: "value_ciphertext", aad: exportAad },
 ] as const;
 
 /**

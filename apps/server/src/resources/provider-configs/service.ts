@@ -96,7 +96,7 @@ export class ProviderConfigService extends DeploymentChildren<"provider_configs"
       assertMatchesSchema(version.config_schema, data, {
         pathPrefix: [],
         entity: "provider.config_vault",
-        what: `The data of config vault ${vaultId}`,
+        what: `The data of config vault ${vaultId} does not match the config schema`,
       });
     }
     const id = newId("pcf");
