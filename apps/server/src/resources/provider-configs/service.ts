@@ -74,7 +74,7 @@ export class ProviderConfigService extends DeploymentChildren<"provider_configs"
       assertMatchesSchema(version.config_schema, data, {
         pathPrefix: ["config", "data"],
         entity: "body",
-        what: "config.data",
+        what: "config.data does not match the config schema",
       });
     } else {
       const vaultId = body.config.provider_config_vault_id;
