@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Db } from "../db/database.ts";
 import { isUniqueViolation } from "./db-errors.ts";
 import { slugify, uniqueSlug } from "./slug.ts";
 
@@ -23,3 +24,16 @@ export async function insertWithUniqueSlug<T>(
     }
   }
 }
+
+/** The slugs of an instance's rows in `table` that `base` or `base-N` could collide with. */
+export const takenSlugs =
+  (db: Db, table: "portals" | "provider_groups", instanceId: string) =>
+  async (base: string): Promise<string[]> => {
+    const rows = await db
+      .selectFrom(table)
+      .select("slug")
+      .where("instance_id", "=", instanceId)
+      .where((eb) => eb.or([eb("slug", "=", base), eb("slug", "like", `${base}-%`)]))
+      .execute();
+    return rows.map((r) => r.slug);
+  };

@@ -19,6 +19,21 @@ export interface DescribedPatch {
   metadata?: JsonObject | null;
 }
 
+/** The columns every deployment child is created with. */
+export function childColumns(deployment: DeploymentRef, body: DescribedPatch & { name: string }) {
+  const now = new Date();
+  return {
+    instance_id: deployment.instanceId,
+    provider_id: deployment.providerId,
+    provider_deployment_id: deployment.id,
+    name: body.name,
+    description: body.description ?? null,
+    metadata: body.metadata == null ? null : JSON.stringify(body.metadata),
+    created_at: now,
+    updated_at: now,
+  };
+}
+
 /**
  * Reads, renames and deletes the rows that live under a deployment, scoped to the deployment and so to its
  * instance: another deployment's or instance's id is a 404. Each resource supplies how a row looks on the wire.

@@ -2552,7 +2552,7 @@ export interface components {
              * @description Delete the setup once it reaches a final state (the auth config it creates stays).
              * @default false
              */
-            is_ephemeral: boolean;
+            is_ephemeral?: boolean;
             /** @description The deployment's auth credentials (`par_…`) to authenticate as. When omitted, the deployment's most recently created auth credentials are used; a deployment without any is a 400. */
             provider_auth_credentials_id?: string;
             /** @description The provider's auth method (`pam_…`) to run; it must be of type `oauth` (else 400). When omitted, the provider's first `oauth` method is used; a provider without one is a 400. */
@@ -2675,7 +2675,7 @@ export interface components {
              * @description Scopes to request in authorization flows that use these credentials. Omitted or empty: a flow requests the default scopes of the auth method it runs.
              * @default []
              */
-            scopes: string[];
+            scopes?: string[];
         };
         /**
          * @description Body of an auth credentials create request.
@@ -3401,7 +3401,7 @@ export interface components {
              * @default streamable_http
              * @enum {string}
              */
-            protocol: "streamable_http" | "sse";
+            protocol?: "streamable_http" | "sse";
         };
         /**
          * @description An OCI image run through the container engine this server is configured with (the Docker Engine API at `DOCKER_HOST`); the container must serve MCP over Streamable HTTP. Without a configured engine the version's deployment fails with error code `container_runtime_unavailable`. `username` and `password` authenticate to the image's registry; they are write-only (stored encrypted, never returned).
@@ -3491,7 +3491,7 @@ export interface components {
              * @default index.mjs
              * @example index.mjs
              */
-            entrypoint: string;
+            entrypoint?: string;
             /** @description The function's source files, 1 to 50, with unique paths. */
             files: components["schemas"]["CustomProviderFunctionFile"][];
             /**
@@ -3499,13 +3499,13 @@ export interface components {
              * @default 30000
              * @example 30000
              */
-            timeout_ms: number;
+            timeout_ms?: number;
             /**
              * @description Memory limit of the process (JavaScript heap) in MiB; a process over the limit is ended and restarted.
              * @default 256
              * @example 256
              */
-            memory_mb: number;
+            memory_mb?: number;
         };
         /**
          * @description Where the MCP server of a custom provider version comes from, chosen by `type`. All versions of a custom provider have the same `type` as its first one; another type is a 400.

@@ -5,7 +5,7 @@ import type { Row } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
-import { insertWithUniqueSlug } from "../../lib/slugged-insert.ts";
+import { insertWithUniqueSlug, takenSlugs } from "../../lib/slugged-insert.ts";
 import { iso } from "../../lib/time.ts";
 
 type Portal = components["schemas"]["Portal"];
@@ -32,30 +32,20 @@ export class PortalService {
 
   async create(instanceId: string, body: PortalCreate): Promise<Portal> {
     const now = new Date();
-    const row = await insertWithUniqueSlug(
-      body.name,
-      (base) =>
-        this.db
-          .selectFrom("portals")
-          .select("slug")
-          .where("instance_id", "=", instanceId)
-          .where((eb) => eb.or([eb("slug", "=", base), eb("slug", "like", `${base}-%`)]))
-          .execute()
-          .then((rows) => rows.map((r) => r.slug)),
-      (slug) =>
-        this.db
-          .insertInto("portals")
-          .values({
-            id: newId("ptl"),
-            instance_id: instanceId,
-            name: body.name,
-            description: body.description ?? null,
-            slug,
-            created_at: now,
-            updated_at: now,
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow(),
+    const row = await insertWithUniqueSlug(body.name, takenSlugs(this.db, "portals", instanceId), (slug) =>
+      this.db
+        .insertInto("portals")
+        .values({
+          id: newId("ptl"),
+          instance_id: instanceId,
+          name: body.name,
+          description: body.description ?? null,
+          slug,
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow(),
     );
     return this.toApi(row);
   }

@@ -5,7 +5,7 @@ import type { Row } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
 import type { ListParams } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
-import { DeploymentChildren } from "../deployment-children.ts";
+import { childColumns, DeploymentChildren } from "../deployment-children.ts";
 import type { DeploymentRef } from "../provider-deployments/service.ts";
 
 type AuthConfig = components["schemas"]["ProviderAuthConfig"];
@@ -77,25 +77,17 @@ export class ProviderAuthConfigService extends DeploymentChildren<"provider_auth
       .where("provider_deployment_id", "=", deployment.id)
       .executeTakeFirst();
     if (!credentials) throw ApiError.notFound("provider.auth_credentials", credentialsId);
-    const now = new Date();
     const row = await this.db
       .insertInto("provider_auth_configs")
       .values({
         id: newId("pac"),
-        instance_id: deployment.instanceId,
-        provider_id: deployment.providerId,
-        provider_deployment_id: deployment.id,
+        ...childColumns(deployment, body),
         provider_auth_method_id: method.id,
         provider_auth_credentials_id: credentials.id,
         type: "oauth_manual",
         status: "pending",
         status_reason: null,
         credential_ciphertext: null,
-        name: body.name,
-        description: body.description ?? null,
-        metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
-        created_at: now,
-        updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();

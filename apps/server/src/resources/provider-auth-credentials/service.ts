@@ -6,7 +6,7 @@ import { newId } from "../../lib/ids.ts";
 import type { ListParams } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
-import { DeploymentChildren } from "../deployment-children.ts";
+import { childColumns, DeploymentChildren } from "../deployment-children.ts";
 import type { DeploymentRef } from "../provider-deployments/service.ts";
 
 type Credentials = components["schemas"]["ProviderAuthCredentials"];
@@ -44,23 +44,15 @@ export class ProviderAuthCredentialsService extends DeploymentChildren<"provider
   /** Registers the OAuth client; the secret is stored encrypted, bound to this row. */
   async create(deployment: DeploymentRef, body: CredentialsCreate): Promise<Credentials> {
     const id = newId("par");
-    const now = new Date();
     const row = await this.db
       .insertInto("provider_auth_credentials")
       .values({
         id,
-        instance_id: deployment.instanceId,
-        provider_id: deployment.providerId,
-        provider_deployment_id: deployment.id,
+        ...childColumns(deployment, body),
         type: body.config.type,
         client_id: body.config.clientId,
         client_secret_ciphertext: this.secrets.encrypt(body.config.clientSecret, clientSecretAad(id)),
         scopes: JSON.stringify(body.config.scopes ?? []),
-        name: body.name,
-        description: body.description ?? null,
-        metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
-        created_at: now,
-        updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();

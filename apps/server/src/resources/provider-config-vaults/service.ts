@@ -2,7 +2,7 @@ import type { components } from "@toolplane/types";
 import type { Db } from "../../db/database.ts";
 import { newId } from "../../lib/ids.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
-import { DeploymentChildren } from "../deployment-children.ts";
+import { childColumns, DeploymentChildren } from "../deployment-children.ts";
 import { assertDataSize, describedChild, vaultAad } from "../provider-configs/service.ts";
 import type { DeploymentRef } from "../provider-deployments/service.ts";
 
@@ -21,20 +21,12 @@ export class ProviderConfigVaultService extends DeploymentChildren<"provider_con
   async create(deployment: DeploymentRef, body: VaultCreate): Promise<Vault> {
     assertDataSize(body.data, ["data"]);
     const id = newId("pcvt");
-    const now = new Date();
     const row = await this.db
       .insertInto("provider_config_vaults")
       .values({
         id,
-        instance_id: deployment.instanceId,
-        provider_id: deployment.providerId,
-        provider_deployment_id: deployment.id,
-        name: body.name,
-        description: body.description ?? null,
-        metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
+        ...childColumns(deployment, body),
         data_ciphertext: this.secrets.encryptJson(body.data, vaultAad(id)),
-        created_at: now,
-        updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();

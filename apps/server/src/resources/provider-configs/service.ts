@@ -6,7 +6,7 @@ import { newId } from "../../lib/ids.ts";
 import { assertMatchesSchema } from "../../lib/json-schema.ts";
 import { iso } from "../../lib/time.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
-import { DeploymentChildren } from "../deployment-children.ts";
+import { childColumns, DeploymentChildren } from "../deployment-children.ts";
 import type { DeploymentRef, ProviderDeploymentService } from "../provider-deployments/service.ts";
 
 type ConfigCreate = components["schemas"]["ProviderConfigCreate"];
@@ -100,22 +100,14 @@ export class ProviderConfigService extends DeploymentChildren<"provider_configs"
       });
     }
     const id = newId("pcf");
-    const now = new Date();
     const row = await this.db
       .insertInto("provider_configs")
       .values({
         id,
-        instance_id: deployment.instanceId,
-        provider_id: deployment.providerId,
-        provider_deployment_id: deployment.id,
+        ...childColumns(deployment, body),
         provider_version_id: version.id,
         source: body.config.type,
-        name: body.name,
-        description: body.description ?? null,
-        metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
         data_ciphertext: this.secrets.encryptJson(data, configAad(id)),
-        created_at: now,
-        updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();

@@ -6,7 +6,7 @@ import { isUniqueViolation } from "../../lib/db-errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
-import { insertWithUniqueSlug } from "../../lib/slugged-insert.ts";
+import { insertWithUniqueSlug, takenSlugs } from "../../lib/slugged-insert.ts";
 import { iso } from "../../lib/time.ts";
 
 type ProviderGroup = components["schemas"]["ProviderGroup"];
@@ -33,30 +33,20 @@ export class ProviderGroupService {
 
   async create(instanceId: string, body: GroupCreate): Promise<ProviderGroup> {
     const now = new Date();
-    const row = await insertWithUniqueSlug(
-      body.name,
-      (base) =>
-        this.db
-          .selectFrom("provider_groups")
-          .select("slug")
-          .where("instance_id", "=", instanceId)
-          .where((eb) => eb.or([eb("slug", "=", base), eb("slug", "like", `${base}-%`)]))
-          .execute()
-          .then((rows) => rows.map((r) => r.slug)),
-      (slug) =>
-        this.db
-          .insertInto("provider_groups")
-          .values({
-            id: newId("pgr"),
-            instance_id: instanceId,
-            name: body.name,
-            description: body.description ?? null,
-            slug,
-            created_at: now,
-            updated_at: now,
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow(),
+    const row = await insertWithUniqueSlug(body.name, takenSlugs(this.db, "provider_groups", instanceId), (slug) =>
+      this.db
+        .insertInto("provider_groups")
+        .values({
+          id: newId("pgr"),
+          instance_id: instanceId,
+          name: body.name,
+          description: body.description ?? null,
+          slug,
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow(),
     );
     return toApi(row, []);
   }
