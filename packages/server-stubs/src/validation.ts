@@ -1,4 +1,4 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import { Ajv2020, type ErrorObject, type KeywordDefinition, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
 import { ApiError, type ErrorDetail } from "./errors.ts";
 import type { OperationDescriptor } from "./handler.ts";
@@ -57,6 +57,7 @@ export function compileValidators(
   const coercingAjv = new Ajv2020({ strict: false, allErrors: true, useDefaults: true, coerceTypes: "array" });
   for (const ajv of [strictAjv, coercingAjv]) {
     addFormats(ajv);
+    ajv.addKeyword(maxBytesKeyword);
     ajv.addSchema(document);
   }
   const compile = (ajv: Ajv2020, operationId: string, part: string): ValidateFunction => {
@@ -82,6 +83,23 @@ export function compileValidators(
   }
   return validators;
 }
+
+/**
+ * `x-max-bytes: N` in the spec: the value serialised as JSON is at most N UTF-8 bytes (for example metadata's
+ * 16 KiB). JSON Schema has no keyword for a size that spans a whole object, so the spec carries an extension.
+ */
+const maxBytesKeyword: KeywordDefinition = {
+  keyword: "x-max-bytes",
+  schemaType: "number",
+  errors: true,
+  validate: function maxBytes(limit: number, data: unknown) {
+    if (Buffer.byteLength(JSON.stringify(data) ?? "") <= limit) return true;
+    (maxBytes as { errors?: Partial<ErrorObject>[] }).errors = [
+      { keyword: "x-max-bytes", message: `must serialise to at most ${limit} bytes of JSON`, params: { limit } },
+    ];
+    return false;
+  },
+};
 
 function resolveParameter(spec: OpenApiDocument, p: OpenApiParameter | { $ref: string }): OpenApiParameter {
   if (!("$ref" in p)) return p;
@@ -156,6 +174,7 @@ const CODES: Record<string, string> = {
   pattern: "pattern",
   oneOf: "one_of",
   anyOf: "any_of",
+  "x-max-bytes": "max_bytes",
 };
 
 /** Ajv errors as documented error details: one per problem, with the path of the offending field. */

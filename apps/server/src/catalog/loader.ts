@@ -45,7 +45,7 @@ export const OAUTH_TOKEN_SCHEMA: JsonObject = {
   properties: {
     access_token: { type: "string", minLength: 1 },
     refresh_token: { type: ["string", "null"] },
-    token_type: { type: "string" },
+    token_type: { type: ["string", "null"] },
     scope: { type: ["string", "null"] },
     expires_at: { type: ["string", "null"], format: "date-time" },
   },

@@ -28,5 +28,13 @@ function toApiError(err: unknown, requestId: string): ApiError {
   if (err instanceof URIError && (err as { status?: unknown }).status === 400) {
     return new ApiError("bad_request", "The request path is not valid percent-encoded UTF-8.", { cause: err });
   }
+  // PostgreSQL cannot store U+0000 in text or jsonb (22021, 22P05); the statement fails before anything is written.
+  const sqlState = (err as { code?: unknown } | null)?.code;
+  if (sqlState === "22021" || sqlState === "22P05") {
+    return new ApiError("invalid_data", "A text value contains the NUL character (U+0000), which cannot be stored.", {
+      hint: "Remove the NUL character; secret data (config and vault values) may contain it.",
+      cause: err,
+    });
+  }
   return new ApiError("internal_server_error", `An unexpected error occurred. Reference: ${requestId}.`);
 }

@@ -39,12 +39,8 @@ export function assertMatchesSchema(
   const [first] = errors;
   const where = first?.path.length ? `${first.path.join(".")} ` : "";
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : "";
-  throw new ApiError(
-    "invalid_data",
-    `${options.what} does not match the config schema: ${where}${first?.message ?? "is invalid"}${more}.`,
-    {
-      entity: options.entity,
-      errors,
-    },
-  );
+  throw new ApiError("invalid_data", `${options.what}: ${where}${first?.message ?? "is invalid"}${more}.`, {
+    entity: options.entity,
+    errors,
+  });
 }

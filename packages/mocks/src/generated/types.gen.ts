@@ -41,7 +41,7 @@ export type Error = {
 };
 
 /**
- * Free-form key-value pairs for your own use, or null when none were set.
+ * Free-form key-value pairs for your own use, or null when none were set. At most 50 keys; the whole object serialised to at most 16 KiB.
  */
 export type NullableMetadata = {
     [key: string]: unknown;

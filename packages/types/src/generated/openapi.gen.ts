@@ -1555,7 +1555,7 @@ export interface components {
             errors?: components["schemas"]["ErrorDetail"][];
         };
         /**
-         * @description Free-form key-value pairs for your own use, or null when none were set.
+         * @description Free-form key-value pairs for your own use, or null when none were set. At most 50 keys; the whole object serialised to at most 16 KiB.
          * @example {
          *       "team": "platform"
          *     }

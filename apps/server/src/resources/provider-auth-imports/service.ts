@@ -5,7 +5,7 @@ import type { Row } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
 import { assertMatchesSchema } from "../../lib/json-schema.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
-import { iso } from "../../lib/time.ts";
+import { iso, storableInstant } from "../../lib/time.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
 import { credentialFromImport, importSchema, sealCredential } from "../provider-auth-configs/credential-data.ts";
 import type { AuthConfigScope } from "../provider-auth-configs/scope.ts";
@@ -68,6 +68,14 @@ export class ProviderAuthImportService {
       entity: "body",
       what: "value does not match the auth method's import schema",
     });
+    const expiresAt = body.value.expires_at;
+    if (typeof expiresAt === "string" && !storableInstant(expiresAt)) {
+      const message = "is a date-time that cannot be stored (a leap second or a year before 0001)";
+      throw new ApiError("invalid_data", `value.expires_at ${message}.`, {
+        entity: "body",
+        errors: [{ code: "format", message, path: ["value", "expires_at"] }],
+      });
+    }
     const data = credentialFromImport(method, body.value);
     const expired =
       data.kind === "oauth" && !data.refresh_token && !!data.expires_at && Date.parse(data.expires_at) <= Date.now();
