@@ -1,0 +1,451 @@
+// `pnpm bench`: every figure of issue 7 measured in one run on 127.0.0.1, printed as a table of ratios against
+// the targets and written to bench/results/<timestamp>.json. Run through scripts/with-postgres.mjs, which sets
+// TEST_DATABASE_URL to a throwaway PostgreSQL server for the PostgreSQL figures.
+//   --quick          short windows and a 100k-row seed (to try the harness, not to report)
+//   --only=1,3,7     only these figures (1, 2 and 3 share their servers)
+//   --markdown       also replace the table between the markers in BENCHMARKS.md
+//   --log-level=L    the full-stack targets' LOG_LEVEL (default info, as `pnpm start`; to see what logging costs)
+//   --profile        instead of the figures: CPU-profile the full-stack targets under the GET and POST loads
+//                    and print what dominates (results/<timestamp>-profile.json)
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { measureDevLoop } from "./devloop.ts";
+import { compareLatency, compareThroughput, type Request, type Throughput } from "./load.ts";
+import { summariseProfile } from "./profile.ts";
+import type { Seeded } from "./protocol.ts";
+import {
+  type BenchResult,
+  check,
+  consoleTable,
+  type FigureResult,
+  fmt,
+  type Machine,
+  markdownTable,
+} from "./report.ts";
+import { measureRestart } from "./restart.ts";
+import { Target } from "./targets.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const RESULTS = fileURLToPath(new URL("../results/", import.meta.url));
+const args = process.argv.slice(2);
+const quick = args.includes("--quick");
+const profileMode = args.includes("--profile");
+const only = args
+  .find((a) => a.startsWith("--only="))
+  ?.slice(7)
+  .split(",")
+  .map(Number);
+const wants = (figure: number) => !only || only.includes(figure);
+const logLevel = args.find((a) => a.startsWith("--log-level="))?.slice(12) ?? "info";
+
+const settings = {
+  connections: 10,
+  warmupSeconds: quick ? 1 : 2,
+  /** Measured seconds per target and figure (after the warm-up), in `slices` alternating slices. */
+  seconds: quick ? 4 : 8,
+  slices: 4,
+  seedRows: quick ? 100_000 : 1_000_000,
+  latency: quick ? { rounds: 2, perRound: 50, warmup: 20 } : { rounds: 5, perRound: 100, warmup: 50 },
+  restarts: 3,
+  idleSecondsBeforeRss: 3,
+};
+
+const started = Date.now();
+const log = (line: string) => console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}`);
+
+// ── machine ──────────────────────────────────────────────────────────────────────────────────────────────────
+async function postgresVersion(url: string | undefined): Promise<string | null> {
+  if (!url) return null;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ server_version: string }>("show server_version");
+    return rows[0]?.server_version ?? null;
+  } finally {
+    await client.end();
+  }
+}
+
+async function machine(): Promise<Machine> {
+  const pglite = JSON.parse(
+    readFileSync(join(ROOT, "bench/node_modules/@electric-sql/pglite/package.json"), "utf8"),
+  ) as { version: string };
+  return {
+    cpu: cpus()[0]?.model.trim() ?? "unknown",
+    cores: cpus().length,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    os: `${type()} ${release()}`,
+    postgres: await postgresVersion(process.env.TEST_DATABASE_URL),
+    pglite: pglite.version,
+    loadAverageAtStart: loadavg(),
+  };
+}
+
+// ── the HTTP figures (1, 2, 3) ───────────────────────────────────────────────────────────────────────────────
+interface Stack {
+  label: "PGlite" | "PostgreSQL";
+  target: Target;
+  auth: Record<string, string>;
+  deploymentId: string;
+  createBody: string;
+}
+
+async function createDatabase(adminUrl: string, name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${name} with (force)`);
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** A deployment to read, created through the API itself (which also checks the stack answers as it should). */
+async function prepareStack(label: Stack["label"], target: Target): Promise<{ stack: Stack; payload: unknown }> {
+  const auth = { authorization: `Bearer ${target.ready.apiKey}` };
+  const createBody = JSON.stringify({ name: "bench deployment", provider_id: target.ready.providerId });
+  const created = await fetch(`${target.url}/provider-deployments`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: createBody,
+  });
+  if (created.status !== 201) throw new Error(`${label}: create answered ${created.status}: ${await created.text()}`);
+  const { id } = (await created.json()) as { id: string };
+  const read = await fetch(`${target.url}/provider-deployments/${id}`, { headers: auth });
+  if (read.status !== 200) throw new Error(`${label}: read answered ${read.status}`);
+  return { stack: { label, target, auth, deploymentId: id, createBody }, payload: await read.json() };
+}
+
+const validity = (t: Throughput) =>
+  t.non2xx + t.errors + t.timeouts === 0
+    ? undefined
+    : `${t.non2xx} non-2xx, ${t.errors} errors, ${t.timeouts} timeouts`;
+
+function ratioFigure(
+  id: string,
+  title: string,
+  full: Throughput,
+  bare: Throughput,
+  target: number,
+  data: unknown,
+): FigureResult {
+  const ratio = full.rps / bare.rps;
+  const problem = validity(full) ?? validity(bare);
+  return {
+    id,
+    title,
+    measured: `${fmt.int(full.rps)} vs ${fmt.int(bare.rps)} req/s (p50 ${fmt.ms(full.p50Ms)} vs ${fmt.ms(bare.p50Ms)})`,
+    value: ratio,
+    display: fmt.ratio(ratio),
+    target: `≥ ${target}×`,
+    status: problem ? "invalid" : check(ratio, ">=", target),
+    ...(problem ? { note: problem } : {}),
+    data,
+  };
+}
+
+async function deepPage(stack: Stack, rows: number): Promise<FigureResult> {
+  const id = `3 ${stack.label}`;
+  const title = `GET /provider-deployments?limit=20 after ${fmt.int(rows)} rows vs first page (p50)`;
+  log(`${stack.label}: seeding ${fmt.int(rows)} deployments…`);
+  const seeded: Seeded = await stack.target.seed(rows);
+  log(`${stack.label}: seeded in ${fmt.s(seeded.ms / 1000)}; measuring page latency`);
+  const list = `${stack.target.url}/provider-deployments?limit=20`;
+  const pages: Record<string, Request> = {
+    first: { url: list, headers: stack.auth },
+    deep: { url: `${list}&after=${seeded.deepId}`, headers: stack.auth },
+    shallow: { url: `${list}&after=${seeded.shallowId}`, headers: stack.auth },
+  };
+  for (const [name, page] of Object.entries(pages)) {
+    const body = (await (await fetch(page.url, { headers: stack.auth })).json()) as { items?: unknown[] };
+    if (body.items?.length !== 20) throw new Error(`${stack.label}: the ${name} page has ${body.items?.length} items`);
+  }
+  const latency = await compareLatency(pages, settings.latency);
+  const first = latency.first;
+  const deep = latency.deep;
+  const shallow = latency.shallow;
+  if (!first || !deep || !shallow) throw new Error("missing latency samples");
+  const ratio = deep.p50Ms / first.p50Ms;
+  const failures = first.failures + deep.failures + shallow.failures;
+  return {
+    id,
+    title,
+    measured: `${fmt.ms(deep.p50Ms)} vs ${fmt.ms(first.p50Ms)} (after row 20: ${fmt.ms(shallow.p50Ms)})`,
+    value: ratio,
+    display: fmt.ratio(ratio),
+    target: "≤ 1.2×",
+    status: failures ? "invalid" : check(ratio, "<=", 1.2),
+    ...(failures ? { note: `${failures} failed requests` } : {}),
+    data: { seeded, latency },
+  };
+}
+
+async function httpFigures(figures: FigureResult[], profileDir: string | undefined) {
+  const scratch = mkdtempSync(join(tmpdir(), "toolplane-bench-"));
+  const targets: Target[] = [];
+  const started = async (options: Parameters<typeof Target.start>[0]) => {
+    const target = await Target.start(options);
+    targets.push(target);
+    return target;
+  };
+  try {
+    log("starting the full stack on PGlite (a fresh data directory)…");
+    const stacks: Stack[] = [];
+    const pglite = await prepareStack(
+      "PGlite",
+      await started({ mode: "full", dataDir: join(scratch, "pglite"), logLevel }),
+    );
+    stacks.push(pglite.stack);
+    const adminUrl = process.env.TEST_DATABASE_URL;
+    if (adminUrl) {
+      log("starting the full stack on PostgreSQL (a fresh database)…");
+      const databaseUrl = await createDatabase(adminUrl, "toolplane_bench");
+      stacks.push((await prepareStack("PostgreSQL", await started({ mode: "full", databaseUrl, logLevel }))).stack);
+    }
+    const bare = await started({ mode: "bare", payload: pglite.payload });
+    const bytes = JSON.stringify(pglite.payload).length;
+    log(`the deployment body is ${bytes} bytes; the bare route answers the same body`);
+
+    const load = {
+      connections: settings.connections,
+      warmupSeconds: settings.warmupSeconds,
+      // One window per target under the profiler (one profile each); alternating slices otherwise.
+      slices: profileDir ? 1 : settings.slices,
+      sliceSeconds: profileDir ? settings.seconds : settings.seconds / settings.slices,
+    };
+    const windowOf = (target: Target, file: string) =>
+      profileDir
+        ? { before: () => target.profileStart(), after: () => target.profileStop(join(profileDir, file)) }
+        : undefined;
+    const compare = async (figure: number, method: "GET" | "POST", target: number) => {
+      const path = (stack: Stack) =>
+        method === "GET" ? `/provider-deployments/${stack.deploymentId}` : "/provider-deployments";
+      const body = (stack: Stack) => (method === "POST" ? { method, body: stack.createBody } : {});
+      const requests: Record<string, Parameters<typeof compareThroughput>[0][string]> = {
+        bare: {
+          url: `${bare.url}${path(pglite.stack)}`,
+          ...body(pglite.stack),
+          window: windowOf(bare, `${method} bare.cpuprofile`),
+        },
+      };
+      for (const stack of stacks) {
+        requests[stack.label] = {
+          url: `${stack.target.url}${path(stack)}`,
+          headers: stack.auth,
+          ...body(stack),
+          window: windowOf(stack.target, `${method} ${stack.label}.cpuprofile`),
+        };
+      }
+      log(
+        `figure ${figure}: ${method} ${path(pglite.stack).replace(pglite.stack.deploymentId, ":id")}, ` +
+          `${load.connections} connections, ${load.slices} × ${load.sliceSeconds} s per target in turns`,
+      );
+      const results = await compareThroughput(requests, load);
+      for (const [name, r] of Object.entries(results)) {
+        log(`  ${name}: ${fmt.int(r.rps)} req/s, p50 ${fmt.ms(r.p50Ms)}, p99 ${fmt.ms(r.p99Ms)}`);
+      }
+      const bareResult = results.bare;
+      if (!bareResult) throw new Error("no bare result");
+      for (const stack of stacks) {
+        const full = results[stack.label];
+        if (!full) continue;
+        const what =
+          method === "GET" ? "GET /provider-deployments/:id (authenticated)" : "POST /provider-deployments (create)";
+        figures.push(
+          ratioFigure(
+            `${figure} ${stack.label}`,
+            `${what}: full stack vs bare Express, req/s`,
+            full,
+            bareResult,
+            target,
+            {
+              full,
+              bare: bareResult,
+              responseBytes: bytes,
+            },
+          ),
+        );
+      }
+    };
+    if (wants(1)) await compare(1, "GET", 0.5);
+    if (wants(2)) await compare(2, "POST", 0.3);
+    if (wants(3) && !profileDir) {
+      for (const stack of stacks) figures.push(await deepPage(stack, settings.seedRows));
+    }
+    if (!adminUrl) {
+      for (const figure of [1, 2, 3].filter(wants)) {
+        figures.push(notMeasured(`${figure} PostgreSQL`, "no PostgreSQL: run through `pnpm bench` (with-postgres)"));
+      }
+    }
+  } finally {
+    await Promise.all(targets.map((t) => t.stop().catch(() => t.kill())));
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function notMeasured(id: string, why: string, title = ""): FigureResult {
+  return { id, title, measured: why, value: null, display: "—", target: "—", status: "not measured" };
+}
+
+// ── figure 6: the developer loop ─────────────────────────────────────────────────────────────────────────────
+async function devLoopFigures(figures: FigureResult[]) {
+  log("figure 6: developer loop in a temporary copy of the working tree…");
+  const loop = await measureDevLoop(ROOT, log);
+  const failed = (r: { exitCode: number | null; timedOut: boolean }) =>
+    r.timedOut ? "timed out" : r.exitCode !== 0 ? `exit ${r.exitCode}` : undefined;
+
+  const editSeconds = loop.editGenerate.seconds + loop.editTypecheck.seconds;
+  const editProblem = failed(loop.editGenerate) ?? failed(loop.editTypecheck);
+  figures.push({
+    id: "6 edit loop",
+    title: "one-line spec edit → pnpm generate → pnpm typecheck",
+    measured: `${fmt.s(loop.editGenerate.seconds)} + ${fmt.s(loop.editTypecheck.seconds)}`,
+    value: editSeconds,
+    display: fmt.s(editSeconds),
+    target: "≤ 10 s",
+    status: editProblem ? "invalid" : check(editSeconds, "<=", 10),
+    ...(editProblem
+      ? { note: `the loop failed (${editProblem}): ${loop.editTypecheck.tail.split("\n").slice(-3).join(" ")}` }
+      : {}),
+    data: { generate: loop.editGenerate, typecheck: loop.editTypecheck },
+  });
+
+  const noop = [...loop.noop].sort((a, b) => a.seconds - b.seconds);
+  const median = noop[Math.floor(noop.length / 2)];
+  const noopProblem = loop.noop.map(failed).find(Boolean);
+  figures.push({
+    id: "6 no-op generate",
+    title: "pnpm generate with nothing changed (median of 3)",
+    measured: loop.noop.map((r) => fmt.s(r.seconds)).join(", "),
+    value: median?.seconds ?? null,
+    display: median ? fmt.s(median.seconds) : "—",
+    target: "≤ 1 s",
+    status: noopProblem || !median ? "invalid" : check(median.seconds, "<=", 1),
+    ...(noopProblem ? { note: noopProblem } : {}),
+    data: { warmup: loop.warmup, runs: loop.noop },
+  });
+
+  if ("notMeasured" in loop.contract) {
+    figures.push(notMeasured("6 contract suite", loop.contract.notMeasured, "pnpm test:contract"));
+  } else {
+    const run = loop.contract;
+    const problem = failed(run);
+    const summary = /(\d+) passed, (\d+) failed/.exec(run.tail)?.[0];
+    figures.push({
+      id: "6 contract suite",
+      title: "pnpm test:contract (whole contract suite)",
+      measured: `${fmt.s(run.seconds)}${summary ? ` (${summary})` : ""}`,
+      value: run.seconds,
+      display: fmt.s(run.seconds),
+      target: "≤ 60 s",
+      status: run.timedOut ? "invalid" : check(run.seconds, "<=", 60),
+      ...(problem ? { note: `the suite did not pass (${problem}); the time is still its full run` } : {}),
+      data: run,
+    });
+  }
+}
+
+// ── figure 7: restart and idle memory ────────────────────────────────────────────────────────────────────────
+async function restartFigures(figures: FigureResult[]) {
+  log(`figure 7: ${settings.restarts} restarts of tsx apps/server/src/main.ts on a PGlite data directory…`);
+  const restart = await measureRestart(ROOT, settings.restarts, settings.idleSecondsBeforeRss);
+  const times = restart.restarts.map((r) => r.firstOkMs);
+  const median = [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)] ?? Number.NaN;
+  log(`  first start ${fmt.s(restart.firstStartMs / 1000)}; restarts ${times.map((t) => fmt.s(t / 1000)).join(", ")}`);
+  figures.push({
+    id: "7 restart",
+    title: "restart on an existing PGlite data directory → first 200 (median of 3)",
+    measured: `${times.map((t) => fmt.s(t / 1000)).join(", ")} (listening at ${restart.restarts.map((r) => fmt.s(r.listeningMs / 1000)).join(", ")})`,
+    value: median / 1000,
+    display: fmt.s(median / 1000),
+    target: "≤ 1.5 s",
+    status: check(median / 1000, "<=", 1.5),
+    data: restart,
+  });
+  figures.push({
+    id: "7 idle RSS",
+    title: `RSS of the idle server ${settings.idleSecondsBeforeRss} s after start`,
+    measured: `${restart.idleRssMb.toFixed(0)} MB (+ ${restart.launcherRssMb.toFixed(0)} MB tsx launcher)`,
+    value: restart.idleRssMb,
+    display: `${restart.idleRssMb.toFixed(0)} MB`,
+    target: "≤ 150 MB",
+    status: Number.isNaN(restart.idleRssMb) ? "invalid" : check(restart.idleRssMb, "<=", 150),
+    data: restart,
+  });
+}
+
+// ── the run ──────────────────────────────────────────────────────────────────────────────────────────────────
+const stamp = new Date(started).toISOString().replace(/[:.]/g, "-");
+mkdirSync(RESULTS, { recursive: true });
+
+if (profileMode) {
+  const profileDir = mkdtempSync(join(tmpdir(), "toolplane-bench-profile-"));
+  try {
+    const figures: FigureResult[] = [];
+    await httpFigures(figures, profileDir);
+    console.log("\nRatios under the profiler (not figures to report: profiling slows every target):");
+    for (const f of figures) console.log(`  ${f.id}: ${f.measured} → ${f.display}`);
+    const profiles = readdirSync(profileDir)
+      .filter((f) => f.endsWith(".cpuprofile"))
+      .sort();
+    const summaries = profiles.map((f) => ({ file: f, ...summariseProfile(join(profileDir, f)) }));
+    for (const s of summaries) {
+      console.log(`\nProfile ${s.file} (${fmt.int(s.busyMs)} ms busy)`);
+      console.log("  self time by area:");
+      for (const a of s.selfByArea) console.log(`    ${a.percent.toFixed(1).padStart(5)}%  ${a.area}`);
+      console.log("  inclusive (a frame of this area on the stack; lower bounds across awaits):");
+      for (const a of s.inclusive) console.log(`    ${a.percent.toFixed(1).padStart(5)}%  ${a.area}`);
+      console.log("  self:");
+      for (const f of s.self) console.log(`    ${f.percent.toFixed(1).padStart(5)}%  ${f.fn}  [${f.area}]`);
+    }
+    const file = join(RESULTS, `${stamp}-profile.json`);
+    writeFileSync(file, `${JSON.stringify({ startedAt: stamp, machine: await machine(), summaries }, null, 2)}\n`);
+    console.log(`\nWrote ${file}`);
+  } finally {
+    rmSync(profileDir, { recursive: true, force: true });
+  }
+} else {
+  const machineInfo = await machine();
+  log(`machine: ${machineInfo.cpu}, ${machineInfo.cores} cores, Node ${machineInfo.node}`);
+  const figures: FigureResult[] = [];
+  if (wants(1) || wants(2) || wants(3)) await httpFigures(figures, undefined);
+  for (const [id, title] of [
+    ["4", "MCP tools/call through a session's connection_url vs direct (added p50 / p99)"],
+    ["5", "1,000 concurrent MCP sessions on one process (errors, memory per session)"],
+  ] as const) {
+    if (wants(Number(id))) figures.push(notMeasured(id, "not measured: gateway not implemented (issue 5)", title));
+  }
+  if (wants(6)) await devLoopFigures(figures);
+  if (wants(7)) await restartFigures(figures);
+
+  const order = (f: FigureResult) => Number.parseInt(f.id, 10) * 10 + (f.id.includes("PostgreSQL") ? 1 : 0);
+  figures.sort((a, b) => order(a) - order(b));
+  const result: BenchResult = {
+    startedAt: new Date(started).toISOString(),
+    seconds: (Date.now() - started) / 1000,
+    machine: machineInfo,
+    settings: { ...settings, quick, only: only ?? "all", logLevel },
+    loadAverageAtEnd: loadavg(),
+    figures,
+  };
+  const file = join(RESULTS, `${stamp}.json`);
+  writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`\n${consoleTable(result)}\n\nWrote ${file}`);
+
+  if (args.includes("--markdown")) {
+    const md = join(ROOT, "BENCHMARKS.md");
+    const text = readFileSync(md, "utf8");
+    const start = "<!-- bench:table:start -->";
+    const end = "<!-- bench:table:end -->";
+    const a = text.indexOf(start);
+    const b = text.indexOf(end);
+    if (a < 0 || b < a) throw new Error(`BENCHMARKS.md has no ${start} … ${end} block`);
+    writeFileSync(md, `${text.slice(0, a + start.length)}\n${markdownTable(result)}\n${text.slice(b)}`);
+    console.log(`Updated the table in ${md}`);
+  }
+}

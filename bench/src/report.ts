@@ -1,0 +1,95 @@
+// The result model, the console table and the Markdown table.
+
+export type Status = "pass" | "miss" | "not measured" | "invalid";
+
+export interface FigureResult {
+  /** "1 PGlite", "6 no-op generate", … */
+  id: string;
+  title: string;
+  /** The measured values side by side, with units. */
+  measured: string;
+  /** The compared number: a ratio, seconds or MB; null when not measured. */
+  value: number | null;
+  display: string;
+  target: string;
+  status: Status;
+  note?: string;
+  data?: unknown;
+}
+
+export interface Machine {
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  node: string;
+  os: string;
+  postgres: string | null;
+  pglite: string;
+  loadAverageAtStart: number[];
+}
+
+export interface BenchResult {
+  startedAt: string;
+  seconds: number;
+  machine: Machine;
+  settings: Record<string, unknown>;
+  /** Other work on a shared machine shows here: the figures are ratios so that it matters less. */
+  loadAverageAtEnd: number[];
+  figures: FigureResult[];
+}
+
+export function check(value: number, op: "<=" | ">=", target: number): "pass" | "miss" {
+  return (op === "<=" ? value <= target : value >= target) ? "pass" : "miss";
+}
+
+export const fmt = {
+  int: (n: number) => Math.round(n).toLocaleString("en-US"),
+  ms: (n: number) => `${n < 10 ? n.toFixed(2) : n.toFixed(1)} ms`,
+  s: (n: number) => `${n < 10 ? n.toFixed(2) : n.toFixed(1)} s`,
+  ratio: (n: number) => `${n.toFixed(2)}×`,
+};
+
+const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
+
+export function machineLine(m: Machine, loadAtEnd?: number[]): string {
+  return (
+    `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, ${m.os}; PostgreSQL ${m.postgres ?? "n/a"}, ` +
+    `PGlite ${m.pglite}; load average ${loads(m.loadAverageAtStart)} at start` +
+    (loadAtEnd ? `, ${loads(loadAtEnd)} at end` : "")
+  );
+}
+
+const HEAD = ["Figure", "What", "Measured", "Ratio / value", "Target", "Result"];
+const cells = (f: FigureResult) => [f.id, f.title, f.measured, f.display, f.target, f.status.toUpperCase()];
+
+export function consoleTable(result: BenchResult): string {
+  const rows = [HEAD, ...result.figures.map(cells)];
+  const widths = HEAD.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join(" │ ");
+  const rule = widths.map((w) => "─".repeat(w)).join("─┼─");
+  const notes = result.figures.filter((f) => f.note).map((f) => `  ${f.id}: ${f.note}`);
+  return [
+    `Machine: ${machineLine(result.machine, result.loadAverageAtEnd)}`,
+    "",
+    line(HEAD),
+    rule,
+    ...rows.slice(1).map(line),
+    ...(notes.length ? ["", "Notes:", ...notes] : []),
+  ].join("\n");
+}
+
+export function markdownTable(result: BenchResult): string {
+  const esc = (s: string) => s.replace(/\|/g, "\\|");
+  const rows = result.figures.map((f) => {
+    const c = cells(f);
+    c[5] = f.status === "pass" ? "pass" : f.status === "miss" ? "**miss**" : f.status;
+    return `| ${c.map(esc).join(" | ")} |`;
+  });
+  return [
+    `Measured ${result.startedAt} in ${Math.round(result.seconds)} s on: ${machineLine(result.machine, result.loadAverageAtEnd)}.`,
+    "",
+    `| ${HEAD.join(" | ")} |`,
+    `| ${HEAD.map(() => "---").join(" | ")} |`,
+    ...rows,
+  ].join("\n");
+}

@@ -1,0 +1,128 @@
+// Figure 7: the server as users start it (`tsx apps/server/src/main.ts`) restarting on an existing PGlite data
+// directory: spawn → first 200 from /health, and the resident memory of the idle server afterwards.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface StartRun {
+  /** Spawn → the "listening on" line on stdout. */
+  listeningMs: number;
+  /** Spawn → the first 200 from GET /health. */
+  firstOkMs: number;
+  /** What the server itself logs as startupMs (from its first line of code to listening). */
+  serverStartupMs: number | null;
+}
+
+export interface Restart {
+  firstStartMs: number;
+  restarts: StartRun[];
+  /** RSS of the node process that serves (tsx runs it as a child), idle, a few seconds after start. */
+  idleRssMb: number;
+  /** RSS of the tsx launcher process in front of it. */
+  launcherRssMb: number;
+}
+
+const rssMb = (pid: number): number => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
+  return kb / 1024;
+};
+
+const childrenOf = (pid: number): number[] => {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+};
+
+async function start(root: string, dataDir: string): Promise<{ child: ChildProcess; run: StartRun }> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TOOLPLANE_DATA_DIR: dataDir,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    DATABASE_URL: "",
+    LOG_LEVEL: "info",
+  };
+  delete env.TEST_DATABASE_URL;
+  delete env.TOOLPLANE_SECRET_KEY;
+  const started = performance.now();
+  const child = spawn(join(root, "node_modules/.bin/tsx"), ["apps/server/src/main.ts"], {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match?.[1]) {
+        child.stdout?.off("data", onData);
+        resolve(match[1]);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (d: Buffer) => {
+      output += d.toString();
+    });
+    child.once("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
+  });
+  const listeningMs = performance.now() - started;
+  for (;;) {
+    const ok = await fetch(`${url}/health`)
+      .then((r) => r.status === 200)
+      .catch(() => false);
+    if (ok) break;
+    if (performance.now() - started > 60_000) throw new Error("no 200 from /health within 60 s");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const firstOkMs = performance.now() - started;
+  const logged = /"startupMs":(\d+)/.exec(output)?.[1];
+  // Keep draining the log so the server never blocks on a full pipe.
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return { child, run: { listeningMs, firstOkMs, serverStartupMs: logged ? Number(logged) : null } };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function measureRestart(root: string, restarts: number, idleSeconds: number): Promise<Restart> {
+  const parent = mkdtempSync(join(tmpdir(), "toolplane-bench-restart-"));
+  const dataDir = join(parent, "data");
+  const running: ChildProcess[] = [];
+  try {
+    // The first start creates the data directory (initdb, migrations, catalog, first key).
+    const first = await start(root, dataDir);
+    running.push(first.child);
+    await stop(first.child);
+    const runs: StartRun[] = [];
+    let idleRssMb = Number.NaN;
+    let launcherRssMb = Number.NaN;
+    for (let i = 0; i < restarts; i++) {
+      const { child, run } = await start(root, dataDir);
+      running.push(child);
+      runs.push(run);
+      if (i === restarts - 1 && child.pid) {
+        await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+        const server = childrenOf(child.pid)[0];
+        idleRssMb = server ? rssMb(server) : Number.NaN;
+        launcherRssMb = rssMb(child.pid);
+      }
+      await stop(child);
+    }
+    return { firstStartMs: first.run.firstOkMs, restarts: runs, idleRssMb, launcherRssMb };
+  } finally {
+    for (const child of running) if (child.exitCode === null) child.kill("SIGKILL");
+    rmSync(parent, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,109 @@
+// Starts target.ts in a child process and talks to it over IPC.
+import { type ChildProcess, fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { ParentMessage, Seeded, TargetMessage } from "./protocol.ts";
+
+const TARGET = fileURLToPath(new URL("./target.ts", import.meta.url));
+const BENCH_DIR = fileURLToPath(new URL("..", import.meta.url));
+
+export type Ready = Extract<TargetMessage, { type: "ready" }>;
+
+export interface TargetOptions {
+  mode: "full" | "bare";
+  databaseUrl?: string;
+  dataDir?: string;
+  payload?: unknown;
+  logLevel?: string;
+}
+
+export class Target {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly ready: Ready,
+  ) {}
+
+  get url(): string {
+    return this.ready.url;
+  }
+
+  /**
+   * Every target, bare or full, runs with the same node binary, flags (the tsx loader the server runs with in
+   * `pnpm start`) and environment; only BENCH_MODE and the database settings differ.
+   */
+  static async start(options: TargetOptions): Promise<Target> {
+    const execArgv = ["--import", "tsx"];
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      BENCH_MODE: options.mode,
+      DATABASE_URL: options.databaseUrl ?? "",
+      BENCH_DATA_DIR: options.dataDir ?? "",
+      BENCH_PAYLOAD: options.payload === undefined ? "" : JSON.stringify(options.payload),
+      LOG_LEVEL: options.logLevel ?? "info",
+    };
+    delete env.TEST_DATABASE_URL;
+    // stdout (the request log) goes to /dev/null, as it would go to a log shipper; stderr stays visible.
+    const child = fork(TARGET, [], { cwd: BENCH_DIR, execArgv, env, stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    const ready = await next(child, "ready");
+    return new Target(child, ready);
+  }
+
+  async seed(rows: number): Promise<Seeded> {
+    this.send({ type: "seed", rows });
+    return next(this.child, "seeded");
+  }
+
+  async profileStart(): Promise<void> {
+    this.send({ type: "profile-start" });
+    await next(this.child, "profiling");
+  }
+
+  /** Stops the profiler and writes the .cpuprofile to `file`. */
+  async profileStop(file: string): Promise<void> {
+    this.send({ type: "profile-stop", file });
+    await next(this.child, "profiled");
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => this.child.once("exit", () => resolve()));
+    this.send({ type: "stop" });
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+  }
+
+  private send(message: ParentMessage) {
+    this.child.send(message);
+  }
+}
+
+function next<T extends TargetMessage["type"]>(
+  child: ChildProcess,
+  type: T,
+): Promise<Extract<TargetMessage, { type: T }>> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: TargetMessage) => {
+      if (message.type === type) {
+        cleanup();
+        resolve(message as Extract<TargetMessage, { type: T }>);
+      } else if (message.type === "error") {
+        cleanup();
+        reject(new Error(`target failed: ${message.message}`));
+      }
+    };
+    const onExit = (code: number | null) => {
+      cleanup();
+      reject(new Error(`target exited with ${code} before "${type}"`));
+    };
+    const cleanup = () => {
+      child.off("message", onMessage);
+      child.off("exit", onExit);
+    };
+    child.on("message", onMessage);
+    child.once("exit", onExit);
+  });
+}

@@ -1,0 +1,121 @@
+/**
+ * Rows that no API creates yet, put straight into the server's database. Each helper says which issue's API
+ * replaces it: once that lands, create the row through the client instead (and check that call too).
+ */
+import { newId } from "@toolplane/server";
+import type { SuiteContext } from "./context.ts";
+
+/** A provider listing of the shared catalog (the built-in catalog is loaded at start); seeded if it is empty. */
+export async function catalogListingId(ctx: SuiteContext, index = 0): Promise<string> {
+  const rows = await ctx.db
+    .selectFrom("provider_listings")
+    .select("id")
+    .where("instance_id", "is", null)
+    .orderBy("id")
+    .execute();
+  const row = rows[index];
+  if (row) return row.id;
+  return (await seedListing(ctx, null, `Contract provider ${index}`)).listingId;
+}
+
+/**
+ * A provider and its listing, with no versions; `instanceId` makes it that instance's own (custom provider)
+ * listing. A deployment of it has no runnable version (what the 409s of the config operations are about).
+ */
+export async function seedListing(
+  ctx: SuiteContext,
+  instanceId: string | null,
+  name: string,
+): Promise<{ providerId: string; listingId: string }> {
+  const providerId = newId("pro");
+  const listingId = newId("plg");
+  await ctx.db
+    .insertInto("providers")
+    .values({
+      id: providerId,
+      instance_id: instanceId,
+      name,
+      slug: `${name.toLowerCase().replace(/[^a-z0-9]+/g, "-")}-${providerId.slice(-6)}`,
+      description: `${name} tools`,
+    })
+    .execute();
+  await ctx.db
+    .insertInto("provider_listings")
+    .values({ id: listingId, provider_id: providerId, instance_id: instanceId })
+    .execute();
+  return { providerId, listingId };
+}
+
+/** A provider of the built-in catalog with a current version, `github` when present (its config has a field). */
+export async function catalogProvider(ctx: SuiteContext): Promise<{ providerId: string; currentVersionId: string }> {
+  const rows = await ctx.db
+    .selectFrom("providers")
+    .select(["id", "slug", "current_version_id"])
+    .where("instance_id", "is", null)
+    .where("current_version_id", "is not", null)
+    .orderBy("slug")
+    .execute();
+  const row = rows.find((r) => r.slug === "github") ?? rows[0];
+  if (!row?.current_version_id) throw new Error("The catalog has no provider with a current version");
+  return { providerId: row.id, currentVersionId: row.current_version_id };
+}
+
+/** A session template of the instance (replace with POST /session-templates once that issue lands). */
+export async function seedSessionTemplate(ctx: SuiteContext, instanceId: string, name: string): Promise<string> {
+  const id = newId("set");
+  await ctx.db
+    .insertInto("session_templates")
+    .values({ id, instance_id: instanceId, name, description: null })
+    .execute();
+  return id;
+}
+
+/** A server of the shared catalog; the built-in catalog provides them. */
+export async function catalogServerId(ctx: SuiteContext): Promise<string> {
+  const row = await ctx.db
+    .selectFrom("servers")
+    .select("id")
+    .where("instance_id", "is", null)
+    .orderBy("id")
+    .executeTakeFirst();
+  if (!row) throw new Error("The catalog has no servers: the servers suite needs at least one catalog entry");
+  return row.id;
+}
+
+/** A copy of a catalog server owned by `instanceId` (what a custom provider of that instance would create). */
+export async function seedOwnServer(ctx: SuiteContext, instanceId: string): Promise<string> {
+  const source = await ctx.db
+    .selectFrom("servers")
+    .selectAll()
+    .where("id", "=", await catalogServerId(ctx))
+    .executeTakeFirstOrThrow();
+  const id = newId("srv");
+  await ctx.db
+    .insertInto("servers")
+    .values({
+      id,
+      instance_id: instanceId,
+      // One server per provider: the copy stands alone, like a custom provider's server before its provider row.
+      provider_id: null,
+      name: `${source.name} (private copy)`,
+      description: source.description,
+      metadata: JSON.stringify(source.metadata),
+      variants: JSON.stringify(source.variants),
+    })
+    .execute();
+  return id;
+}
+
+/** The provider's auth method ids by type (from the catalog): `oauth` for auth configs, `token` for the 400. */
+export async function authMethods(
+  ctx: SuiteContext,
+  providerId: string,
+): Promise<{ oauth: string | undefined; token: string | undefined }> {
+  const rows = await ctx.db
+    .selectFrom("provider_auth_methods")
+    .select(["id", "type"])
+    .where("provider_id", "=", providerId)
+    .orderBy("id")
+    .execute();
+  return { oauth: rows.find((r) => r.type === "oauth")?.id, token: rows.find((r) => r.type === "token")?.id };
+}

@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  bundledSpec,
+  createApiKey,
+  createApp,
+  createInstance,
+  createLogger,
+  type Db,
+  loadConfig,
+  loadSecretKeys,
+  openMigratedDatabase,
+  SecretBox,
+} from "@toolplane/server";
+
+export interface Tenant {
+  name: string;
+  instanceId: string;
+  apiKey: string;
+}
+
+export interface RunningServer {
+  url: string;
+  db: Db;
+  bodyLimitBytes: number;
+  /** Two instances, each with its own key: the suite acts as the first, the second owns "someone else's" rows. */
+  tenants: [Tenant, Tenant];
+  close(): Promise<void>;
+}
+
+/**
+ * The real server, in-process: a fresh embedded PGlite database in a temporary data directory (migrated, the
+ * built-in catalog loaded), the Express app with a silent logger, listening on a free 127.0.0.1 port.
+ */
+export async function startToolplane(options: { port?: number } = {}): Promise<RunningServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), "toolplane-contract-"));
+  // Also on an interrupted run (SIGINT exits the process without the finally blocks).
+  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true });
+  process.once("exit", removeDataDir);
+  const defaults = loadConfig({});
+  const database = await openMigratedDatabase({ dataDir, databaseUrl: undefined });
+  let server: Server | undefined;
+  try {
+    const app = createApp({
+      db: database.db,
+      spec: bundledSpec,
+      logger: createLogger(process.env.CONTRACT_SERVER_LOG_LEVEL ?? "silent"),
+      publicUrl: "http://127.0.0.1",
+      bodyLimitBytes: defaults.bodyLimitBytes,
+      // As the embedded default does: a key generated into the (temporary) data directory.
+      secrets: new SecretBox(loadSecretKeys(undefined, dataDir)),
+    });
+    const listening = app.listen(options.port ?? 0, "127.0.0.1");
+    server = listening;
+    await new Promise<void>((resolve, reject) => {
+      listening.once("listening", resolve);
+      listening.once("error", reject);
+    });
+    const address = listening.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+
+    const tenant = async (name: string): Promise<Tenant> => {
+      const instanceId = await createInstance(database.db, name);
+      const { key } = await createApiKey(database.db, instanceId, "contract tests");
+      return { name, instanceId, apiKey: key };
+    };
+    const tenants: [Tenant, Tenant] = [await tenant("contract-a"), await tenant("contract-b")];
+
+    return {
+      url: `http://127.0.0.1:${port}`,
+      db: database.db,
+      bodyLimitBytes: defaults.bodyLimitBytes,
+      tenants,
+      close: async () => {
+        listening.closeAllConnections();
+        await new Promise<void>((resolve) => listening.close(() => resolve()));
+        await database.close();
+        removeDataDir();
+        process.removeListener("exit", removeDataDir);
+      },
+    };
+  } catch (err) {
+    server?.closeAllConnections();
+    server?.close();
+    await database.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+}

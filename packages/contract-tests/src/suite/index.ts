@@ -1,0 +1,30 @@
+import { portalConsumerAccess } from "./portal-consumer-access.ts";
+import { portals } from "./portals.ts";
+import { providerAuthConfigs } from "./provider-auth-configs.ts";
+import { providerAuthCredentials } from "./provider-auth-credentials.ts";
+import { providerAuthExports } from "./provider-auth-exports.ts";
+import { providerAuthImports } from "./provider-auth-imports.ts";
+import { providerConfigVaults } from "./provider-config-vaults.ts";
+import { providerConfigs } from "./provider-configs.ts";
+import { providerDeployments } from "./provider-deployments.ts";
+import { providerGroups } from "./provider-groups.ts";
+import { servers } from "./servers.ts";
+import type { Suite } from "./types.ts";
+
+/** Every resource suite, run in this order. Add a resource's suite here when its issue lands. */
+export const suites: Suite[] = [
+  providerGroups,
+  portals,
+  portalConsumerAccess,
+  servers,
+  providerDeployments,
+  providerConfigs,
+  providerConfigVaults,
+  providerAuthCredentials,
+  providerAuthConfigs,
+  providerAuthImports,
+  providerAuthExports,
+];
+
+export { probeNotImplemented } from "./not-implemented.ts";
+export { defineSuite, type Suite } from "./types.ts";
