@@ -8,6 +8,8 @@ import { docsRouter } from "./http/docs.ts";
 import { errorHandler, notFoundRoute } from "./http/errors.ts";
 import { requestLogger } from "./http/logging.ts";
 import { portalPageRouter } from "./http/portal-page.ts";
+import { mcpGatewayRouter } from "./mcp/router.ts";
+import { oauthPageRouter } from "./oauth/pages.ts";
 import { createHandlers } from "./resources/index.ts";
 import type { SecretBox } from "./secrets/secret-box.ts";
 
@@ -40,6 +42,8 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
   });
   app.use(docsRouter(deps.spec));
   app.use(portalPageRouter(deps.db));
+  app.use(mcpGatewayRouter(deps));
+  app.use(oauthPageRouter(deps));
 
   const keys = new ApiKeyVerifier(deps.db);
   app.use(

@@ -1,9 +1,12 @@
 import type { Server } from "node:http";
+import { join } from "node:path";
 import { sql } from "kysely";
 import { createApp } from "./app.ts";
 import { ensureFirstInstance, openMigratedDatabase } from "./bootstrap.ts";
 import { loadConfig } from "./config.ts";
+import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
+import { upstreams } from "./runtimes/pool.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 import { bundledSpec } from "./spec.ts";
 
@@ -29,6 +32,16 @@ const app = createApp({
     return true;
   },
 });
+
+// Custom provider deployments (issue 6): the durable job runner lives as long as the server.
+const deployJobs = new DeployJobRunner({
+  db: database.db,
+  secrets,
+  functionsDir: join(config.dataDir, "functions"),
+  dockerHost: process.env.DOCKER_HOST || undefined,
+  logger,
+});
+await deployJobs.start();
 
 const server: Server = app.listen(config.port, config.host, () => {
   const address = server.address();
@@ -61,6 +74,9 @@ async function shutdown(signal: string) {
   force.unref();
   server.closeIdleConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  // Upstream MCP connections end with the server: stdio children are stopped, not orphaned.
+  await upstreams.closeAll();
+  await deployJobs.stop();
   await database.close();
   logger.info("stopped");
   process.exit(0);

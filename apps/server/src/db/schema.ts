@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from "kysely";
+import type { ConfigTransformer } from "../runtimes/transformer.ts";
 
 /** Timestamps: the database fills them; reads give a Date. */
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -56,9 +57,15 @@ export interface PublishersTable {
 }
 
 /** How a provider version's MCP server is reached. `{package:NAME}` in args is resolved at launch. */
-export type Runtime =
+export type Runtime = (
   | { type: "remote"; url: string; protocol: "streamable_http" | "sse" }
-  | { type: "stdio"; command: string; args: string[]; env?: Record<string, string> };
+  | { type: "stdio"; command: string; args: string[]; env?: Record<string, string> }
+) & {
+  /** Custom providers: how the deployment's config shapes the upstream call (see runtimes/transformer.ts). */
+  transformer?: ConfigTransformer;
+  /** Function custom providers: wall-clock limit of `initialize` and of each request, in milliseconds. */
+  timeout_ms?: number;
+};
 
 export interface CatalogTool {
   name: string;
@@ -300,6 +307,231 @@ export type CredentialData =
     }
   | { kind: "manual"; values: JsonObject };
 
+export interface ToolFilters {
+  tool_keys?: string[];
+}
+
+export interface SessionsTable {
+  id: string;
+  instance_id: string;
+  name: string | null;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  status: ColumnType<"active" | "archived" | "deleted", "active" | "archived" | "deleted" | undefined>;
+  /** SHA-256 (hex) of the session's secret. */
+  secret_hash: string;
+  /** Messages received (JSON-RPC messages over MCP plus tool calls created through the API); the gateway counts. */
+  message_count: Generated<number>;
+  /** `connection_status` is `connected` until then; the gateway extends it on MCP activity, clears it on close. */
+  connected_until: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SessionProvidersTable {
+  id: string;
+  instance_id: string;
+  session_id: string;
+  provider_id: string;
+  /** Kept as given (no foreign key): a removed provider or deleted session outlives its deployment. */
+  provider_deployment_id: string;
+  provider_config_id: string | null;
+  provider_auth_config_id: string | null;
+  session_template_id: string | null;
+  status: ColumnType<"active" | "error" | "removed", "active" | "error" | "removed" | undefined>;
+  name: string | null;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  tool_filters: NullableJson<ToolFilters>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SessionTemplateProvidersTable {
+  id: string;
+  instance_id: string;
+  session_template_id: string;
+  provider_id: string;
+  provider_deployment_id: string;
+  provider_config_id: string | null;
+  provider_auth_config_id: string | null;
+  name: string | null;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  tool_filters: NullableJson<ToolFilters>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** An OAuth setup's `config`: how its authorization request is built. */
+export interface OAuthFlowConfig {
+  scopes?: string[];
+  extra_authorize_params?: Record<string, string>;
+}
+
+export type OAuthFlowStatus = "pending" | "opened" | "completed" | "failed" | "expired";
+
+/** OAuth setups (`poas_`) and setup sessions (`pas_`): the same flow, two API shapes. */
+export interface OAuthFlowsTable {
+  id: string;
+  kind: "oauth_setup" | "setup_session";
+  instance_id: string;
+  provider_id: string;
+  provider_deployment_id: string;
+  provider_auth_method_id: string;
+  provider_auth_credentials_id: string | null;
+  provider_auth_config_id: string | null;
+  status: OAuthFlowStatus;
+  failure_reason: string | null;
+  is_ephemeral: boolean;
+  name: string | null;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  redirect_url: string | null;
+  config: JsonWithDefault<OAuthFlowConfig>;
+  start_key: string;
+  /** SHA-256 (hex) of the current OAuth `state`. */
+  state_hash: string | null;
+  state_used_at: NullableTimestamp;
+  /** The PKCE code verifier, encrypted. */
+  verifier_ciphertext: string | null;
+  expires_at: Timestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProviderOAuthTokenImportsTable {
+  id: string;
+  instance_id: string;
+  provider_auth_config_id: string;
+  provider_deployment_id: string | null;
+  access_token_ciphertext: string;
+  id_token_ciphertext: string | null;
+  /** SHA-256 (hex) of the access token. */
+  identifier: string;
+  scope: string | null;
+  token_type: string | null;
+  note: string | null;
+  metadata: NullableJson<JsonObject>;
+  expires_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** A tool call's definition of the called tool, as its upstream listed it. */
+export interface ToolCallTool {
+  name: string;
+  description: string | null;
+  input_schema: JsonObject;
+}
+
+export interface ToolCallsTable {
+  id: string;
+  instance_id: string;
+  session_id: string;
+  session_provider_id: string | null;
+  provider_id: string | null;
+  provider_deployment_id: string | null;
+  tool_key: string;
+  status: ColumnType<
+    "waiting_for_response" | "succeeded" | "failed",
+    "waiting_for_response" | "succeeded" | "failed" | undefined
+  >;
+  transport: "tool_call" | "mcp";
+  message_id: string;
+  connection_id: string | null;
+  provider_run_id: string | null;
+  tool: NullableJson<ToolCallTool>;
+  input: NullableJson<JsonObject>;
+  output: NullableJson<JsonObject>;
+  error: NullableJson<{ code: string; message: string }>;
+  metadata: NullableJson<JsonObject>;
+  created_at: Timestamp;
+  completed_at: NullableTimestamp;
+}
+
+export interface CustomProvidersTable {
+  id: string;
+  instance_id: string;
+  provider_id: string;
+  type: "remote" | "container" | "function";
+  status: Generated<"active" | "archived">;
+  name: string;
+  description: string | null;
+  metadata: NullableJson<JsonObject>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type CustomProviderVersionStatus = "queued" | "deploying" | "deployment_succeeded" | "deployment_failed";
+export interface CustomProviderError {
+  code: string;
+  message: string;
+}
+/** A version's `from` as stored: the container password lives encrypted in `password_ciphertext` instead. */
+export type CustomProviderSource =
+  | { type: "remote"; remote_url: string; protocol: "streamable_http" | "sse" }
+  | { type: "container"; image_ref: string; username: string | null }
+  | {
+      type: "function";
+      runtime: "node20";
+      entrypoint: string;
+      files: { path: string; content: string }[];
+      timeout_ms: number;
+      memory_mb: number;
+    };
+
+export interface CustomProviderVersionsTable {
+  id: string;
+  custom_provider_id: string;
+  provider_version_id: string;
+  index: number;
+  status: CustomProviderVersionStatus;
+  source: Json<CustomProviderSource>;
+  password_ciphertext: string | null;
+  deployment_id: string;
+  deployment_trigger: "custom_provider_created" | "version_created";
+  deployment_error: NullableJson<CustomProviderError>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CustomProviderEnvironmentsTable {
+  id: string;
+  custom_provider_id: string;
+  name: "development" | "production";
+  current_version_id: string | null;
+  history: JsonWithDefault<string[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CustomProviderCommitsTable {
+  id: string;
+  custom_provider_id: string;
+  type: "merge_version_into_environment" | "rollback";
+  status: "pending" | "applied" | "failed";
+  trigger: "manual" | "system";
+  message: string;
+  error: NullableJson<CustomProviderError>;
+  from_environment_id: string | null;
+  to_environment_id: string;
+  target_version_id: string;
+  previous_version_id: string | null;
+  created_at: Timestamp;
+  applied_at: NullableTimestamp;
+}
+
+export interface CustomProviderJobsTable {
+  version_id: string;
+  state: Generated<"queued" | "running">;
+  attempts: Generated<number>;
+  claim_token: string | null;
+  lease_until: NullableTimestamp;
+  created_at: Timestamp;
+}
+
 export interface Database {
   instances: InstancesTable;
   api_keys: ApiKeysTable;
@@ -322,6 +554,17 @@ export interface Database {
   provider_auth_configs: ProviderAuthConfigsTable;
   provider_auth_exports: ProviderAuthExportsTable;
   provider_auth_imports: ProviderAuthImportsTable;
+  oauth_flows: OAuthFlowsTable;
+  provider_oauth_token_imports: ProviderOAuthTokenImportsTable;
+  sessions: SessionsTable;
+  session_providers: SessionProvidersTable;
+  session_template_providers: SessionTemplateProvidersTable;
+  tool_calls: ToolCallsTable;
+  custom_providers: CustomProvidersTable;
+  custom_provider_versions: CustomProviderVersionsTable;
+  custom_provider_environments: CustomProviderEnvironmentsTable;
+  custom_provider_commits: CustomProviderCommitsTable;
+  custom_provider_jobs: CustomProviderJobsTable;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

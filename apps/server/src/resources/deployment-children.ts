@@ -4,6 +4,7 @@ import type { JsonObject, Row } from "../db/schema.ts";
 import { type ListParams, paginate } from "../lib/pagination.ts";
 import { describedPatch } from "../lib/patch.ts";
 import type { DeploymentRef } from "./provider-deployments/service.ts";
+import { assertNotUsedBySessions } from "./sessions/usage.ts";
 
 /** The tables whose rows live under a deployment and are reachable only through it. */
 export type ChildTable =
@@ -44,6 +45,8 @@ export class DeploymentChildren<T extends ChildTable, A> {
     private readonly table: T,
     private readonly entity: string,
     readonly toApi: (row: Row<T>) => A,
+    /** The session provider column that references rows of this table: in use by a session, a row is kept (409). */
+    private readonly sessionReference?: "provider_config_id" | "provider_auth_config_id",
   ) {}
 
   /** Kysely cannot type a query over a table chosen at run time; every row here is a Row<T>. */
@@ -84,14 +87,26 @@ export class DeploymentChildren<T extends ChildTable, A> {
   }
 
   async delete(deployment: DeploymentRef, id: string): Promise<A> {
-    const row = await this.db
-      .deleteFrom(this.table as ChildTable)
-      .where("instance_id", "=", deployment.instanceId)
-      .where("provider_deployment_id", "=", deployment.id)
-      .where("id", "=", id)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw ApiError.notFound(this.entity, id);
+    const row = await this.db.transaction().execute(async (trx) => {
+      const locked = await trx
+        .selectFrom(this.table as ChildTable)
+        .select("id")
+        .where("instance_id", "=", deployment.instanceId)
+        .where("provider_deployment_id", "=", deployment.id)
+        .where("id", "=", id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!locked) throw ApiError.notFound(this.entity, id);
+      if (this.sessionReference) {
+        const what = this.sessionReference === "provider_config_id" ? "config" : "auth config";
+        await assertNotUsedBySessions(trx, this.sessionReference, id, what, this.entity);
+      }
+      return trx
+        .deleteFrom(this.table as ChildTable)
+        .where("id", "=", id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    });
     return this.toApi(row as Row<T>);
   }
 }

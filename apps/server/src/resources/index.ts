@@ -1,7 +1,14 @@
 import type { Handlers } from "@toolplane/server-stubs";
 import type { AppDeps } from "../app.ts";
 import type { RequestContext } from "../context.ts";
-import { notImplemented } from "./not-implemented.ts";
+import { Gateway } from "../mcp/gateway.ts";
+import { OAuthFlowStore } from "../oauth/flows.ts";
+import { customProviderCommitHandlers } from "./custom-provider-commits/handlers.ts";
+import { CustomProviderCommitService } from "./custom-provider-commits/service.ts";
+import { customProviderVersionHandlers } from "./custom-provider-versions/handlers.ts";
+import { CustomProviderVersionService } from "./custom-provider-versions/service.ts";
+import { customProviderHandlers } from "./custom-providers/handlers.ts";
+import { CustomProviderService } from "./custom-providers/service.ts";
 import { portalConsumerAccessHandlers } from "./portal-consumer-access/handlers.ts";
 import { PortalConsumerAccessService } from "./portal-consumer-access/service.ts";
 import { portalHandlers } from "./portals/handlers.ts";
@@ -23,10 +30,27 @@ import { providerDeploymentHandlers } from "./provider-deployments/handlers.ts";
 import { ProviderDeploymentService } from "./provider-deployments/service.ts";
 import { providerGroupHandlers } from "./provider-groups/handlers.ts";
 import { ProviderGroupService } from "./provider-groups/service.ts";
+import { providerOAuthSetupHandlers } from "./provider-oauth-setups/handlers.ts";
+import { ProviderOAuthSetupService } from "./provider-oauth-setups/service.ts";
+import { providerOAuthTokenImportHandlers } from "./provider-oauth-token-imports/handlers.ts";
+import { ProviderOAuthTokenImportService } from "./provider-oauth-token-imports/service.ts";
+import { providerSetupSessionHandlers } from "./provider-setup-sessions/handlers.ts";
+import { ProviderSetupSessionService } from "./provider-setup-sessions/service.ts";
 import { serverHandlers } from "./servers/handlers.ts";
 import { ServerService } from "./servers/service.ts";
+import { sessionProviderHandlers } from "./session-providers/handlers.ts";
+import { SessionProviderService } from "./session-providers/service.ts";
+import { sessionTemplateProviderHandlers } from "./session-template-providers/handlers.ts";
+import { SessionTemplateProviderService } from "./session-template-providers/service.ts";
+import { sessionTemplateHandlers } from "./session-templates/handlers.ts";
+import { SessionTemplateService } from "./session-templates/service.ts";
+import { gatewaySessionLoader } from "./sessions/gateway-view.ts";
+import { sessionHandlers } from "./sessions/handlers.ts";
+import { SessionService } from "./sessions/service.ts";
+import { toolCallHandlers } from "./tool-calls/handlers.ts";
+import { ToolCallService } from "./tool-calls/service.ts";
 
-/** Wires every tag's handlers to its service. Tags whose issue has not landed answer 501. */
+/** Wires every tag's handlers to its service. */
 export function createHandlers({
   db,
   publicUrl,
@@ -36,6 +60,10 @@ export function createHandlers({
   const deployments = new ProviderDeploymentService(db);
   const authConfigs = new ProviderAuthConfigService(db);
   const authConfigPath = authConfigScope(deployments, authConfigs);
+  const customProviders = new CustomProviderService(db, secrets);
+  const flows = new OAuthFlowStore(db);
+  const sessions = new SessionService(db, publicUrl);
+  const sessionTemplates = new SessionTemplateService(db);
   return {
     providerDeployments: providerDeploymentHandlers(deployments),
     providerConfigs: providerConfigHandlers(deployments, new ProviderConfigService(db, deployments, secrets)),
@@ -51,68 +79,26 @@ export function createHandlers({
     portals: portalHandlers(portals),
     portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals)),
     servers: serverHandlers(new ServerService(db)),
-    providerOAuthTokenImports: notImplemented(
-      "listProviderOAuthTokenImports",
-      "createProviderOAuthTokenImport",
-      "getProviderOAuthTokenImport",
-      "updateProviderOAuthTokenImport",
+    providerOAuthTokenImports: providerOAuthTokenImportHandlers(
+      new ProviderOAuthTokenImportService(db, secrets, deployments),
     ),
-    providerOAuthSetups: notImplemented(
-      "listProviderOAuthSetups",
-      "getProviderOAuthSetup",
-      "createProviderOAuthSetup",
-      "updateProviderOAuthSetup",
+    providerOAuthSetups: providerOAuthSetupHandlers(deployments, new ProviderOAuthSetupService(flows, publicUrl)),
+    toolCalls: toolCallHandlers(new ToolCallService(db, new Gateway(db, secrets), gatewaySessionLoader(db, secrets))),
+    sessionProviders: sessionProviderHandlers(new SessionProviderService(db, sessions)),
+    customProviders: customProviderHandlers(customProviders),
+    customProviderCommits: customProviderCommitHandlers(
+      db,
+      customProviders,
+      new CustomProviderCommitService(db, customProviders),
     ),
-    toolCalls: notImplemented(
-      "listToolCalls",
-      "getToolCall",
-      "listSessionToolCalls",
-      "getSessionToolCall",
-      "createSessionToolCall",
+    customProviderVersions: customProviderVersionHandlers(
+      db,
+      customProviders,
+      new CustomProviderVersionService(db, secrets, customProviders),
     ),
-    sessionProviders: notImplemented(
-      "listSessionProviders",
-      "getSessionProvider",
-      "createSessionProvider",
-      "updateSessionProvider",
-      "deleteSessionProvider",
-    ),
-    customProviders: notImplemented(
-      "listCustomProviders",
-      "getCustomProvider",
-      "createCustomProvider",
-      "updateCustomProvider",
-    ),
-    customProviderCommits: notImplemented(
-      "listCustomProviderCommits",
-      "getCustomProviderCommit",
-      "createCustomProviderCommit",
-    ),
-    customProviderVersions: notImplemented(
-      "listCustomProviderVersions",
-      "getCustomProviderVersion",
-      "createCustomProviderVersion",
-    ),
-    sessions: notImplemented("listSessions", "getSession", "createSession", "updateSession", "deleteSession"),
-    sessionTemplates: notImplemented(
-      "listSessionTemplates",
-      "getSessionTemplate",
-      "createSessionTemplate",
-      "updateSessionTemplate",
-    ),
-    sessionTemplateProviders: notImplemented(
-      "listSessionTemplateProviders",
-      "getSessionTemplateProvider",
-      "createSessionTemplateProvider",
-      "updateSessionTemplateProvider",
-      "deleteSessionTemplateProvider",
-    ),
-    providerSetupSessions: notImplemented(
-      "listProviderSetupSessions",
-      "getProviderSetupSession",
-      "createProviderSetupSession",
-      "updateProviderSetupSession",
-      "deleteProviderSetupSession",
-    ),
+    sessions: sessionHandlers(sessions),
+    sessionTemplates: sessionTemplateHandlers(sessionTemplates),
+    sessionTemplateProviders: sessionTemplateProviderHandlers(new SessionTemplateProviderService(db, sessionTemplates)),
+    providerSetupSessions: providerSetupSessionHandlers(deployments, new ProviderSetupSessionService(flows, publicUrl)),
   };
 }

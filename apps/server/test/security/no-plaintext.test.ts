@@ -3,27 +3,17 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type ErrorBody, unwrap } from "@toolplane/client";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { configAad, vaultAad } from "../../src/resources/provider-configs/service.ts";
-import {
-  type CustomTestServer,
-  catalogProvider,
-  dumpAllTables,
-  loadTestProvider,
-  RICH_CONFIG_SCHEMA,
-  startCustomServer,
-} from "../support/catalog-fixtures.ts";
+import { catalogProvider, dumpAllTables, loadTestProvider, RICH_CONFIG_SCHEMA } from "../support/catalog-fixtures.ts";
+import { useTestServer } from "../support/fixture.ts";
 
 /**
  * Stores configs and vaults holding distinctive secret values, then looks for those values everywhere the
  * database keeps anything: every row of every table (through SQL, on both engines) and, on PGlite, the raw
  * data directory (heap files and WAL); on PostgreSQL also the database's files when this process can read them.
  */
-let t: CustomTestServer;
-beforeAll(async () => {
-  t = await startCustomServer();
-});
-afterAll(() => t.close());
+const t = useTestServer();
 
 const secret = (label: string) => `sk-live-${label}-${randomBytes(12).toString("hex")}`;
 

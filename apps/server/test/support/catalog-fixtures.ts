@@ -1,24 +1,13 @@
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import type { AddressInfo } from "node:net";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
-import { createToolplaneClient } from "@toolplane/client";
 import { sql } from "kysely";
-import { pino } from "pino";
-import { inject } from "vitest";
 import { stringify } from "yaml";
-import { createApp } from "../../src/app.ts";
-import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import { type CatalogEntry, loadCatalog, readCatalog } from "../../src/catalog/loader.ts";
-import { type DatabaseHandle, type Db, openDatabase } from "../../src/db/database.ts";
+import type { Db } from "../../src/db/database.ts";
 import type { JsonObject } from "../../src/db/schema.ts";
 import { newId } from "../../src/lib/ids.ts";
-import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
-import { bundledSpec } from "../../src/spec.ts";
-import { createTestDatabase } from "./database.ts";
-import type { Tenant, TestServer } from "./server.ts";
+import { type StartedTestServer, startTestServer } from "./server.ts";
 
 /** A config schema that takes no configuration (what `everything` has). */
 export const EMPTY_CONFIG_SCHEMA: JsonObject = { type: "object", properties: {}, additionalProperties: false };
@@ -178,7 +167,14 @@ export async function seedProviderVersion(
 
 export async function countRows(
   db: Db,
-  table: "provider_deployments" | "provider_configs" | "provider_config_vaults",
+  table:
+    | "provider_deployments"
+    | "provider_configs"
+    | "provider_config_vaults"
+    | "provider_auth_credentials"
+    | "provider_auth_configs"
+    | "provider_auth_exports"
+    | "provider_auth_imports",
   where: { column: "provider_deployment_id" | "instance_id"; value: string } | undefined = undefined,
 ): Promise<number> {
   let query = db.selectFrom(table).select(db.fn.countAll<string>().as("n"));
@@ -199,65 +195,10 @@ export async function dumpAllTables(db: Db): Promise<Record<string, string>> {
   return out;
 }
 
-export interface CustomTestServer extends TestServer {
-  /** The PGlite instance behind `db` (null on PostgreSQL): lets a test dump the raw data directory. */
-  pglite: PGlite | null;
-  /** The app's SecretBox (decrypts what the app stored). */
-  secrets: SecretBox;
-}
+export type CustomTestServer = StartedTestServer;
 
 /**
- * Like startTestServer, with a chosen body limit (the production default is 1 MiB; startTestServer's is
- * 64 KiB, which is too small to reach the 64 KiB config data limit) and access to the PGlite instance.
+ * startTestServer with a chosen body limit (the production default is 1 MiB; startTestServer's is 64 KiB,
+ * which is too small to reach the 64 KiB config data limit).
  */
-export async function startCustomServer(options: { bodyLimitBytes?: number } = {}): Promise<CustomTestServer> {
-  let pglite: PGlite | null = null;
-  let database: DatabaseHandle;
-  if (process.env.TEST_DATABASE_URL) {
-    database = await createTestDatabase();
-  } else {
-    const snapshot = readFileSync(inject("pgliteSnapshot"));
-    pglite = await PGlite.create({ loadDataDir: new Blob([snapshot]) });
-    database = await openDatabase({ kind: "pglite-instance", pglite });
-  }
-  const secretKey: SecretKey = { id: "test", key: randomBytes(32) };
-  const secrets = new SecretBox([secretKey]);
-  const app = createApp({
-    db: database.db,
-    spec: bundledSpec,
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
-    publicUrl: "http://127.0.0.1",
-    bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
-    secrets,
-  });
-  const server = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-  const createTenant = async (name = "tenant"): Promise<Tenant> => {
-    const instanceId = await createInstance(database.db, name);
-    const { key } = await createApiKey(database.db, instanceId, "test");
-    return { instanceId, apiKey: key, client: createToolplaneClient({ baseUrl: url, apiKey: key, retries: 0 }) };
-  };
-  const tenant = await createTenant("first");
-  return {
-    url,
-    db: database.db,
-    secretKey,
-    tenant,
-    client: tenant.client,
-    createTenant,
-    pglite,
-    secrets,
-    fetch: (path, init = {}) => {
-      const headers = new Headers(init.headers);
-      if (init.auth !== false) headers.set("authorization", `Bearer ${tenant.apiKey}`);
-      return fetch(`${url}${path}`, { ...init, headers });
-    },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await database.close();
-    },
-  };
-}
+export const startCustomServer = (options: { bodyLimitBytes?: number } = {}) => startTestServer(options);

@@ -5,13 +5,18 @@ import pg from "pg";
 import { inject } from "vitest";
 import { type DatabaseHandle, openDatabase } from "../../src/db/database.ts";
 
+export interface TestDatabase extends DatabaseHandle {
+  /** The PGlite instance behind `db` (null on PostgreSQL): lets a test dump the raw data directory. */
+  pglite: PGlite | null;
+}
+
 /** A fresh, migrated, real database for one test file: PGlite by default, PostgreSQL when TEST_DATABASE_URL is set. */
-export async function createTestDatabase(): Promise<DatabaseHandle> {
+export async function createTestDatabase(): Promise<TestDatabase> {
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
     const snapshot = readFileSync(inject("pgliteSnapshot"));
     const pglite = await PGlite.create({ loadDataDir: new Blob([snapshot]) });
-    return openDatabase({ kind: "pglite-instance", pglite });
+    return { ...(await openDatabase({ kind: "pglite-instance", pglite })), pglite };
   }
   const name = `toolplane_test_${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -23,6 +28,7 @@ export async function createTestDatabase(): Promise<DatabaseHandle> {
   const handle = await openDatabase({ kind: "postgres", url: url.toString(), poolSize: 5 });
   return {
     ...handle,
+    pglite: null,
     close: async () => {
       await handle.close();
       const cleanup = new pg.Client({ connectionString: adminUrl });

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
+import type { PGlite } from "@electric-sql/pglite";
 import { createToolplaneClient, type ToolplaneClient } from "@toolplane/client";
-import { pino } from "pino";
+import { type Level, pino } from "pino";
 import { createApp } from "../../src/app.ts";
 import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import type { Db } from "../../src/db/database.ts";
@@ -29,17 +30,38 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+export interface TestServerOptions {
+  /** The production default is 1 MiB; 64 KiB here unless a test needs to reach a larger limit. */
+  bodyLimitBytes?: number;
+  /** Keeps the app's log lines at this level and above in `logs` (to look for secrets in them). */
+  logLevel?: Level;
+}
+
+export interface StartedTestServer extends TestServer {
+  /** The PGlite instance behind `db` (null on PostgreSQL): lets a test dump the raw data directory. */
+  pglite: PGlite | null;
+  /** The app's SecretBox (decrypts what the app stored). */
+  secrets: SecretBox;
+  /** Everything the app logged as raw JSON lines, when started with `logLevel` (empty otherwise). */
+  logs(): string;
+}
+
 /** The real app on a real database, listening on a free 127.0.0.1 port. */
-export async function startTestServer(): Promise<TestServer> {
+export async function startTestServer(options: TestServerOptions = {}): Promise<StartedTestServer> {
   const database = await createTestDatabase();
   const secretKey: SecretKey = { id: "test", key: randomBytes(32) };
+  const secrets = new SecretBox([secretKey]);
+  let logged = "";
+  const logger = options.logLevel
+    ? pino({ level: options.logLevel }, { write: (line: string) => (logged += line) })
+    : pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const app = createApp({
     db: database.db,
     spec: bundledSpec,
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" }),
+    logger,
     publicUrl: "http://127.0.0.1",
-    bodyLimitBytes: 64 * 1024,
-    secrets: new SecretBox([secretKey]),
+    bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
+    secrets,
   });
   const server = app.listen(0, "127.0.0.1");
   await new Promise<void>((resolve) => server.once("listening", resolve));
@@ -56,9 +78,12 @@ export async function startTestServer(): Promise<TestServer> {
     url,
     db: database.db,
     secretKey,
+    secrets,
+    pglite: database.pglite,
     tenant,
     client: tenant.client,
     createTenant,
+    logs: () => logged,
     fetch: (path, init = {}) => {
       const headers = new Headers(init.headers);
       if (init.auth !== false) headers.set("authorization", `Bearer ${tenant.apiKey}`);

@@ -1,6 +1,77 @@
 import type { ToolplaneClient } from "@toolplane/client";
 import type { SuiteContext } from "../context.ts";
 import { authMethods, catalogProvider } from "../seed.ts";
+import type { OperationId } from "../spec.ts";
+
+type Path = Record<string, string>;
+/** A path an operation must answer 404 for, and how the report names it. */
+export type Miss = [path: Path, label: string];
+
+/** A deployment of `providerId` created as `who` (checked); `label` names it in the report. */
+export function deploy(ctx: SuiteContext, who: ToolplaneClient, providerId: string, label: string) {
+  return ctx.ok(
+    "createProviderDeployment",
+    201,
+    who.POST("/provider-deployments", { body: { name: `Deployment (${label})`, provider_id: providerId } }),
+    { label: `201 deployment (${label})` },
+  );
+}
+
+/**
+ * A deployment of the catalog provider for each tenant, and the deployment paths every suite of a deployment's
+ * sub-resources uses: mine, the other tenant's, and one that does not exist.
+ */
+export async function deploymentPair(ctx: SuiteContext, label: string) {
+  const { providerId } = await catalogProvider(ctx);
+  const deployment = await deploy(ctx, ctx.client, providerId, label);
+  const theirDeployment = await deploy(ctx, ctx.other, providerId, `${label}, other tenant`);
+  const theirs = { provider_deployment_id: theirDeployment.id };
+  const unknownDeployment = { provider_deployment_id: ctx.unknownId("provider_deployment_id") };
+  const deploymentMisses: Miss[] = [
+    [unknownDeployment, "unknown deployment"],
+    [theirs, "another tenant's deployment"],
+  ];
+  return { providerId, mine: { provider_deployment_id: deployment.id }, theirs, unknownDeployment, deploymentMisses };
+}
+
+/**
+ * The 404 each of `misses` (an unknown id, another tenant's id: `[path, label]`) answers for the operation,
+ * then the standard error checks on `mine`.
+ */
+export async function checkMisses(
+  ctx: SuiteContext,
+  operationId: OperationId,
+  mine: Path,
+  misses: Miss[],
+  body?: unknown,
+) {
+  for (const [path, label] of misses) await ctx.notFound(operationId, path, label, body);
+  await ctx.standardErrors(operationId, mine);
+}
+
+/** A deployment of `providerId` as `who` with OAuth auth credentials (checked). */
+export async function deployWithCredentials(
+  ctx: SuiteContext,
+  who: ToolplaneClient,
+  providerId: string,
+  label: string,
+) {
+  const deployment = await deploy(ctx, who, providerId, label);
+  const path = { provider_deployment_id: deployment.id };
+  const credentials = await ctx.ok(
+    "createProviderAuthCredentials",
+    201,
+    who.POST("/provider-deployments/{provider_deployment_id}/auth-credentials", {
+      params: { path },
+      body: {
+        name: `OAuth app (${label})`,
+        config: { type: "oauth", clientId: "contract-client", clientSecret: "not-a-real-secret", scopes: ["repo"] },
+      },
+    }),
+    { label: `201 credentials (${label})` },
+  );
+  return { path, credentialsId: credentials.id };
+}
 
 export interface AuthConfigFixture {
   /** `{provider_deployment_id, provider_auth_config_id}`: the path of the auth config's sub-resources. */
@@ -21,25 +92,7 @@ export async function createAuthConfig(
   const { providerId } = await catalogProvider(ctx);
   const { oauth, token } = await authMethods(ctx, providerId);
   if (!oauth) throw new Error(`The catalog provider ${providerId} has no OAuth auth method`);
-  const deployment = await ctx.ok(
-    "createProviderDeployment",
-    201,
-    who.POST("/provider-deployments", { body: { name: `Deployment (${label})`, provider_id: providerId } }),
-    { label: `201 deployment (${label})` },
-  );
-  const deploymentPath = { provider_deployment_id: deployment.id };
-  const credentials = await ctx.ok(
-    "createProviderAuthCredentials",
-    201,
-    who.POST("/provider-deployments/{provider_deployment_id}/auth-credentials", {
-      params: { path: deploymentPath },
-      body: {
-        name: `OAuth app (${label})`,
-        config: { type: "oauth", clientId: "contract-client", clientSecret: "not-a-real-secret", scopes: ["repo"] },
-      },
-    }),
-    { label: `201 credentials (${label})` },
-  );
+  const { path: deploymentPath, credentialsId } = await deployWithCredentials(ctx, who, providerId, label);
   const authConfig = await ctx.ok(
     "createProviderAuthConfig",
     201,
@@ -48,7 +101,7 @@ export async function createAuthConfig(
       body: {
         name: `Connection (${label})`,
         provider_auth_method_id: oauth,
-        credentials: { type: "reference", provider_auth_credentials_id: credentials.id },
+        credentials: { type: "reference", provider_auth_credentials_id: credentialsId },
       },
     }),
     { label: `201 auth config (${label})` },

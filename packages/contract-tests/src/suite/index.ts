@@ -1,3 +1,6 @@
+import { customProviderCommits } from "./custom-provider-commits.ts";
+import { customProviderVersions } from "./custom-provider-versions.ts";
+import { customProviders } from "./custom-providers.ts";
 import { portalConsumerAccess } from "./portal-consumer-access.ts";
 import { portals } from "./portals.ts";
 import { providerAuthConfigs } from "./provider-auth-configs.ts";
@@ -8,7 +11,15 @@ import { providerConfigVaults } from "./provider-config-vaults.ts";
 import { providerConfigs } from "./provider-configs.ts";
 import { providerDeployments } from "./provider-deployments.ts";
 import { providerGroups } from "./provider-groups.ts";
+import { providerOAuthSetups } from "./provider-oauth-setups.ts";
+import { providerOAuthTokenImports } from "./provider-oauth-token-imports.ts";
+import { providerSetupSessions } from "./provider-setup-sessions.ts";
 import { servers } from "./servers.ts";
+import { sessionProviders } from "./session-providers.ts";
+import { sessionTemplateProviders } from "./session-template-providers.ts";
+import { sessionTemplates } from "./session-templates.ts";
+import { sessions } from "./sessions.ts";
+import { toolCalls } from "./tool-calls.ts";
 import type { Suite } from "./types.ts";
 
 /** Every resource suite, run in this order. Add a resource's suite here when its issue lands. */
@@ -24,6 +35,17 @@ export const suites: Suite[] = [
   providerAuthConfigs,
   providerAuthImports,
   providerAuthExports,
+  sessions,
+  sessionProviders,
+  sessionTemplates,
+  sessionTemplateProviders,
+  providerOAuthSetups,
+  providerSetupSessions,
+  providerOAuthTokenImports,
+  toolCalls,
+  customProviders,
+  customProviderVersions,
+  customProviderCommits,
 ];
 
 export { probeNotImplemented } from "./not-implemented.ts";

@@ -1,4 +1,5 @@
 import { seedSessionTemplate } from "../seed.ts";
+import { checkMisses } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const portalConsumerAccess = defineSuite({
@@ -43,9 +44,16 @@ export const portalConsumerAccess = defineSuite({
       grant(ctx.unknownId("session_template_id")),
     );
     await ctx.notFound("createPortalConsumerAccess", mine, "another tenant's session template", grant(theirTemplate));
-    await ctx.notFound("createPortalConsumerAccess", unknownPortal, "unknown portal", grant(template));
-    await ctx.notFound("createPortalConsumerAccess", theirs, "another tenant's portal", grant(template));
-    await ctx.standardErrors("createPortalConsumerAccess", mine);
+    await checkMisses(
+      ctx,
+      "createPortalConsumerAccess",
+      mine,
+      [
+        [unknownPortal, "unknown portal"],
+        [theirs, "another tenant's portal"],
+      ],
+      grant(template),
+    );
     const theirAccess = await ctx.ok(
       "createPortalConsumerAccess",
       201,
@@ -70,9 +78,10 @@ export const portalConsumerAccess = defineSuite({
       }),
       { label: "200 filtered" },
     );
-    await ctx.notFound("listPortalConsumerAccess", unknownPortal, "unknown portal");
-    await ctx.notFound("listPortalConsumerAccess", theirs, "another tenant's portal");
-    await ctx.standardErrors("listPortalConsumerAccess", mine);
+    await checkMisses(ctx, "listPortalConsumerAccess", mine, [
+      [unknownPortal, "unknown portal"],
+      [theirs, "another tenant's portal"],
+    ]);
 
     // getPortalConsumerAccess
     const item = { ...mine, consumer_access_id: access.id };
@@ -81,22 +90,11 @@ export const portalConsumerAccess = defineSuite({
       200,
       client.GET("/portals/{portal_id}/consumer-access/{consumer_access_id}", { params: { path: item } }),
     );
-    await ctx.notFound(
-      "getPortalConsumerAccess",
-      { ...mine, consumer_access_id: ctx.unknownId("consumer_access_id") },
-      "unknown id",
-    );
-    await ctx.notFound(
-      "getPortalConsumerAccess",
-      { ...theirs, consumer_access_id: theirAccess.id },
-      "another tenant's access",
-    );
-    await ctx.notFound(
-      "getPortalConsumerAccess",
-      { ...mine, consumer_access_id: theirAccess.id },
-      "another tenant's access id on my portal",
-    );
-    await ctx.standardErrors("getPortalConsumerAccess", item);
+    await checkMisses(ctx, "getPortalConsumerAccess", item, [
+      [{ ...mine, consumer_access_id: ctx.unknownId("consumer_access_id") }, "unknown id"],
+      [{ ...theirs, consumer_access_id: theirAccess.id }, "another tenant's access"],
+      [{ ...mine, consumer_access_id: theirAccess.id }, "another tenant's access id on my portal"],
+    ]);
 
     // deletePortalConsumerAccess
     await ctx.ok(
@@ -104,12 +102,9 @@ export const portalConsumerAccess = defineSuite({
       200,
       client.DELETE("/portals/{portal_id}/consumer-access/{consumer_access_id}", { params: { path: item } }),
     );
-    await ctx.notFound("deletePortalConsumerAccess", item, "already deleted");
-    await ctx.notFound(
-      "deletePortalConsumerAccess",
-      { ...theirs, consumer_access_id: theirAccess.id },
-      "another tenant's access",
-    );
-    await ctx.standardErrors("deletePortalConsumerAccess", item);
+    await checkMisses(ctx, "deletePortalConsumerAccess", item, [
+      [item, "already deleted"],
+      [{ ...theirs, consumer_access_id: theirAccess.id }, "another tenant's access"],
+    ]);
   },
 });

@@ -1,3 +1,4 @@
+import { checkMisses } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const portals = defineSuite({
@@ -43,9 +44,10 @@ export const portals = defineSuite({
 
     // getPortal
     await ctx.ok("getPortal", 200, client.GET("/portals/{portal_id}", { params: { path: mine } }));
-    await ctx.notFound("getPortal", unknown, "unknown id");
-    await ctx.notFound("getPortal", theirPath, "another tenant's portal");
-    await ctx.standardErrors("getPortal", mine);
+    await checkMisses(ctx, "getPortal", mine, [
+      [unknown, "unknown id"],
+      [theirPath, "another tenant's portal"],
+    ]);
 
     // updatePortal
     await ctx.ok(
@@ -71,14 +73,16 @@ export const portals = defineSuite({
       client.PATCH("/portals/{portal_id}", { params: { path: mine }, body: { session_expiry_time_in_seconds: 10 } }),
       { code: "invalid_data", label: "400 expiry below the minimum" },
     );
-    await ctx.notFound("updatePortal", unknown, "unknown id");
-    await ctx.notFound("updatePortal", theirPath, "another tenant's portal");
-    await ctx.standardErrors("updatePortal", mine);
+    await checkMisses(ctx, "updatePortal", mine, [
+      [unknown, "unknown id"],
+      [theirPath, "another tenant's portal"],
+    ]);
 
     // deletePortal
     await ctx.ok("deletePortal", 200, client.DELETE("/portals/{portal_id}", { params: { path: mine } }));
-    await ctx.notFound("deletePortal", mine, "already deleted");
-    await ctx.notFound("deletePortal", theirPath, "another tenant's portal");
-    await ctx.standardErrors("deletePortal", mine);
+    await checkMisses(ctx, "deletePortal", mine, [
+      [mine, "already deleted"],
+      [theirPath, "another tenant's portal"],
+    ]);
   },
 });

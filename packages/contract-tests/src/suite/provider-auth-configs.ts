@@ -1,4 +1,5 @@
 import { authMethods, catalogProvider } from "../seed.ts";
+import { checkMisses, deployWithCredentials } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const providerAuthConfigs = defineSuite({
@@ -10,30 +11,8 @@ export const providerAuthConfigs = defineSuite({
     if (!oauth)
       throw new Error(`The catalog provider ${providerId} has no OAuth auth method to create auth configs with`);
 
-    const setUp = async (who: typeof client, label: string) => {
-      const deployment = await ctx.ok(
-        "createProviderDeployment",
-        201,
-        who.POST("/provider-deployments", {
-          body: { name: `Auth configs deployment (${label})`, provider_id: providerId },
-        }),
-        { label: `201 deployment for auth configs (${label})` },
-      );
-      const path = { provider_deployment_id: deployment.id };
-      const credentials = await ctx.ok(
-        "createProviderAuthCredentials",
-        201,
-        who.POST("/provider-deployments/{provider_deployment_id}/auth-credentials", {
-          params: { path },
-          body: {
-            name: `OAuth app (${label})`,
-            config: { type: "oauth", clientId: "contract-client", clientSecret: "not-a-real-secret", scopes: ["repo"] },
-          },
-        }),
-        { label: `201 credentials for auth configs (${label})` },
-      );
-      return { path, credentialsId: credentials.id };
-    };
+    const setUp = (who: typeof client, label: string) =>
+      deployWithCredentials(ctx, who, providerId, `auth configs, ${label}`);
     const { path: mine, credentialsId } = await setUp(client, "mine");
     const { path: theirs, credentialsId: theirCredentialsId } = await setUp(other, "theirs");
     const unknownDeployment = { provider_deployment_id: ctx.unknownId("provider_deployment_id") };
@@ -72,9 +51,16 @@ export const providerAuthConfigs = defineSuite({
       body("x", credentialsId, "pam_00000000000000000000000000"),
     );
     await ctx.notFound("createProviderAuthConfig", mine, "another tenant's credentials", body("x", theirCredentialsId));
-    await ctx.notFound("createProviderAuthConfig", unknownDeployment, "unknown deployment", body("x"));
-    await ctx.notFound("createProviderAuthConfig", theirs, "another tenant's deployment", body("x"));
-    await ctx.standardErrors("createProviderAuthConfig", mine);
+    await checkMisses(
+      ctx,
+      "createProviderAuthConfig",
+      mine,
+      [
+        [unknownDeployment, "unknown deployment"],
+        [theirs, "another tenant's deployment"],
+      ],
+      body("x"),
+    );
     const theirConfig = await ctx.ok(
       "createProviderAuthConfig",
       201,
@@ -93,18 +79,20 @@ export const providerAuthConfigs = defineSuite({
         },
       }),
     );
-    await ctx.notFound("listProviderAuthConfigs", unknownDeployment, "unknown deployment");
-    await ctx.notFound("listProviderAuthConfigs", theirs, "another tenant's deployment");
-    await ctx.standardErrors("listProviderAuthConfigs", mine);
+    await checkMisses(ctx, "listProviderAuthConfigs", mine, [
+      [unknownDeployment, "unknown deployment"],
+      [theirs, "another tenant's deployment"],
+    ]);
 
     // getProviderAuthConfig
     const item = { ...mine, provider_auth_config_id: authConfig.id };
     const unknownItem = { ...mine, provider_auth_config_id: ctx.unknownId("provider_auth_config_id") };
     const theirItem = { ...theirs, provider_auth_config_id: theirConfig.id };
     await ctx.ok("getProviderAuthConfig", 200, client.GET(itemPath, { params: { path: item } }));
-    await ctx.notFound("getProviderAuthConfig", unknownItem, "unknown id");
-    await ctx.notFound("getProviderAuthConfig", theirItem, "another tenant's auth config");
-    await ctx.standardErrors("getProviderAuthConfig", item);
+    await checkMisses(ctx, "getProviderAuthConfig", item, [
+      [unknownItem, "unknown id"],
+      [theirItem, "another tenant's auth config"],
+    ]);
 
     // updateProviderAuthConfig
     await ctx.ok(
@@ -115,14 +103,16 @@ export const providerAuthConfigs = defineSuite({
         body: { name: "Renamed connection", description: null, metadata: null },
       }),
     );
-    await ctx.notFound("updateProviderAuthConfig", unknownItem, "unknown id");
-    await ctx.notFound("updateProviderAuthConfig", theirItem, "another tenant's auth config");
-    await ctx.standardErrors("updateProviderAuthConfig", item);
+    await checkMisses(ctx, "updateProviderAuthConfig", item, [
+      [unknownItem, "unknown id"],
+      [theirItem, "another tenant's auth config"],
+    ]);
 
     // deleteProviderAuthConfig (its 409 needs an active session using it: not until sessions land)
     await ctx.ok("deleteProviderAuthConfig", 200, client.DELETE(itemPath, { params: { path: item } }));
-    await ctx.notFound("deleteProviderAuthConfig", item, "already deleted");
-    await ctx.notFound("deleteProviderAuthConfig", theirItem, "another tenant's auth config");
-    await ctx.standardErrors("deleteProviderAuthConfig", item);
+    await checkMisses(ctx, "deleteProviderAuthConfig", item, [
+      [item, "already deleted"],
+      [theirItem, "another tenant's auth config"],
+    ]);
   },
 });

@@ -1,26 +1,12 @@
-import { authMethods, catalogProvider } from "../seed.ts";
+import { authMethods } from "../seed.ts";
+import { checkMisses, deploymentPair } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const providerAuthCredentials = defineSuite({
   tag: "Provider auth credentials",
   async run(ctx) {
     const { client, other } = ctx;
-    const { providerId } = await catalogProvider(ctx);
-    const deployment = await ctx.ok(
-      "createProviderDeployment",
-      201,
-      client.POST("/provider-deployments", { body: { name: "Credentials deployment", provider_id: providerId } }),
-      { label: "201 deployment for auth credentials" },
-    );
-    const theirDeployment = await ctx.ok(
-      "createProviderDeployment",
-      201,
-      other.POST("/provider-deployments", { body: { name: "Their credentials deployment", provider_id: providerId } }),
-      { label: "201 deployment for auth credentials (other tenant)" },
-    );
-    const mine = { provider_deployment_id: deployment.id };
-    const theirs = { provider_deployment_id: theirDeployment.id };
-    const unknownDeployment = { provider_deployment_id: ctx.unknownId("provider_deployment_id") };
+    const { providerId, mine, theirs, deploymentMisses } = await deploymentPair(ctx, "auth credentials");
     const body = (name: string) => ({
       name,
       config: {
@@ -49,9 +35,7 @@ export const providerAuthCredentials = defineSuite({
       }),
       { code: "invalid_data", label: "400 without config" },
     );
-    await ctx.notFound("createProviderAuthCredentials", unknownDeployment, "unknown deployment", body("x"));
-    await ctx.notFound("createProviderAuthCredentials", theirs, "another tenant's deployment", body("x"));
-    await ctx.standardErrors("createProviderAuthCredentials", mine);
+    await checkMisses(ctx, "createProviderAuthCredentials", mine, deploymentMisses, body("x"));
     const theirCredentials = await ctx.ok(
       "createProviderAuthCredentials",
       201,
@@ -70,9 +54,7 @@ export const providerAuthCredentials = defineSuite({
         params: { path: mine, query: { limit: 1, id: [credentials.id] } },
       }),
     );
-    await ctx.notFound("listProviderAuthCredentials", unknownDeployment, "unknown deployment");
-    await ctx.notFound("listProviderAuthCredentials", theirs, "another tenant's deployment");
-    await ctx.standardErrors("listProviderAuthCredentials", mine);
+    await checkMisses(ctx, "listProviderAuthCredentials", mine, deploymentMisses);
 
     // getProviderAuthCredentials
     const item = { ...mine, provider_auth_credentials_id: credentials.id };
@@ -80,9 +62,10 @@ export const providerAuthCredentials = defineSuite({
     const theirItem = { ...theirs, provider_auth_credentials_id: theirCredentials.id };
     const itemPath = "/provider-deployments/{provider_deployment_id}/auth-credentials/{provider_auth_credentials_id}";
     await ctx.ok("getProviderAuthCredentials", 200, client.GET(itemPath, { params: { path: item } }));
-    await ctx.notFound("getProviderAuthCredentials", unknownItem, "unknown id");
-    await ctx.notFound("getProviderAuthCredentials", theirItem, "another tenant's credentials");
-    await ctx.standardErrors("getProviderAuthCredentials", item);
+    await checkMisses(ctx, "getProviderAuthCredentials", item, [
+      [unknownItem, "unknown id"],
+      [theirItem, "another tenant's credentials"],
+    ]);
 
     // updateProviderAuthCredentials
     await ctx.ok(
@@ -93,9 +76,10 @@ export const providerAuthCredentials = defineSuite({
         body: { name: "Renamed app", description: null, metadata: null },
       }),
     );
-    await ctx.notFound("updateProviderAuthCredentials", unknownItem, "unknown id");
-    await ctx.notFound("updateProviderAuthCredentials", theirItem, "another tenant's credentials");
-    await ctx.standardErrors("updateProviderAuthCredentials", item);
+    await checkMisses(ctx, "updateProviderAuthCredentials", item, [
+      [unknownItem, "unknown id"],
+      [theirItem, "another tenant's credentials"],
+    ]);
 
     // deleteProviderAuthCredentials: refused while an auth config uses them.
     const { oauth } = await authMethods(ctx, providerId);
@@ -129,8 +113,9 @@ export const providerAuthCredentials = defineSuite({
       ctx.log(`no OAuth auth method on ${providerId}: the 409 of deleteProviderAuthCredentials is not exercised`);
     }
     await ctx.ok("deleteProviderAuthCredentials", 200, client.DELETE(itemPath, { params: { path: item } }));
-    await ctx.notFound("deleteProviderAuthCredentials", item, "already deleted");
-    await ctx.notFound("deleteProviderAuthCredentials", theirItem, "another tenant's credentials");
-    await ctx.standardErrors("deleteProviderAuthCredentials", item);
+    await checkMisses(ctx, "deleteProviderAuthCredentials", item, [
+      [item, "already deleted"],
+      [theirItem, "another tenant's credentials"],
+    ]);
   },
 });

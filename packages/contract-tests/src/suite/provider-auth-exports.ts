@@ -1,4 +1,4 @@
-import { createAuthConfig, TOKENS } from "./fixtures.ts";
+import { checkMisses, createAuthConfig, TOKENS } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const providerAuthExports = defineSuite({
@@ -37,9 +37,16 @@ export const providerAuthExports = defineSuite({
       client.POST(collection, { params: { path: mine }, body: { note: "" } }),
       { code: "invalid_data", label: "400 empty note" },
     );
-    await ctx.notFound("createProviderAuthExport", unknownConfig, "unknown auth config", body);
-    await ctx.notFound("createProviderAuthExport", theirs, "another tenant's auth config", body);
-    await ctx.standardErrors("createProviderAuthExport", mine);
+    await checkMisses(
+      ctx,
+      "createProviderAuthExport",
+      mine,
+      [
+        [unknownConfig, "unknown auth config"],
+        [theirs, "another tenant's auth config"],
+      ],
+      body,
+    );
     const theirExport = await ctx.ok(
       "createProviderAuthExport",
       201,
@@ -55,9 +62,10 @@ export const providerAuthExports = defineSuite({
       200,
       client.GET(collection, { params: { path: mine, query: { order: "desc" } } }),
     );
-    await ctx.notFound("listProviderAuthExports", unknownConfig, "unknown auth config");
-    await ctx.notFound("listProviderAuthExports", theirs, "another tenant's auth config");
-    await ctx.standardErrors("listProviderAuthExports", mine);
+    await checkMisses(ctx, "listProviderAuthExports", mine, [
+      [unknownConfig, "unknown auth config"],
+      [theirs, "another tenant's auth config"],
+    ]);
 
     // getProviderAuthExport
     const item = { ...mine, provider_auth_export_id: exported.id };
@@ -66,16 +74,9 @@ export const providerAuthExports = defineSuite({
       200,
       client.GET(`${collection}/{provider_auth_export_id}`, { params: { path: item } }),
     );
-    await ctx.notFound(
-      "getProviderAuthExport",
-      { ...mine, provider_auth_export_id: ctx.unknownId("provider_auth_export_id") },
-      "unknown id",
-    );
-    await ctx.notFound(
-      "getProviderAuthExport",
-      { ...theirs, provider_auth_export_id: theirExport.id },
-      "another tenant's export",
-    );
-    await ctx.standardErrors("getProviderAuthExport", item);
+    await checkMisses(ctx, "getProviderAuthExport", item, [
+      [{ ...mine, provider_auth_export_id: ctx.unknownId("provider_auth_export_id") }, "unknown id"],
+      [{ ...theirs, provider_auth_export_id: theirExport.id }, "another tenant's export"],
+    ]);
   },
 });

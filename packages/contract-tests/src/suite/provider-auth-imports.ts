@@ -1,4 +1,4 @@
-import { createAuthConfig, TOKENS } from "./fixtures.ts";
+import { checkMisses, createAuthConfig, TOKENS } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const providerAuthImports = defineSuite({
@@ -29,9 +29,10 @@ export const providerAuthImports = defineSuite({
       client.GET(schemaPath, { params: { path: mine, query: { provider_auth_method_id: unknownMethod } } }),
       { code: "not_found", label: "404 unknown auth method" },
     );
-    await ctx.notFound("getProviderAuthImportSchema", unknownConfig, "unknown auth config");
-    await ctx.notFound("getProviderAuthImportSchema", theirs, "another tenant's auth config");
-    await ctx.standardErrors("getProviderAuthImportSchema", mine);
+    await checkMisses(ctx, "getProviderAuthImportSchema", mine, [
+      [unknownConfig, "unknown auth config"],
+      [theirs, "another tenant's auth config"],
+    ]);
 
     // createProviderAuthImport
     const imported = await ctx.ok(
@@ -58,9 +59,16 @@ export const providerAuthImports = defineSuite({
       ...body,
       providerAuthMethodId: unknownMethod,
     });
-    await ctx.notFound("createProviderAuthImport", unknownConfig, "unknown auth config", body);
-    await ctx.notFound("createProviderAuthImport", theirs, "another tenant's auth config", body);
-    await ctx.standardErrors("createProviderAuthImport", mine);
+    await checkMisses(
+      ctx,
+      "createProviderAuthImport",
+      mine,
+      [
+        [unknownConfig, "unknown auth config"],
+        [theirs, "another tenant's auth config"],
+      ],
+      body,
+    );
     const theirImport = await ctx.ok(
       "createProviderAuthImport",
       201,
@@ -76,9 +84,10 @@ export const providerAuthImports = defineSuite({
       200,
       client.GET(collection, { params: { path: mine, query: { limit: 1 } } }),
     );
-    await ctx.notFound("listProviderAuthImports", unknownConfig, "unknown auth config");
-    await ctx.notFound("listProviderAuthImports", theirs, "another tenant's auth config");
-    await ctx.standardErrors("listProviderAuthImports", mine);
+    await checkMisses(ctx, "listProviderAuthImports", mine, [
+      [unknownConfig, "unknown auth config"],
+      [theirs, "another tenant's auth config"],
+    ]);
 
     // getProviderAuthImport
     const item = { ...mine, provider_auth_import_id: imported.id };
@@ -87,21 +96,10 @@ export const providerAuthImports = defineSuite({
       200,
       client.GET(`${collection}/{provider_auth_import_id}`, { params: { path: item } }),
     );
-    await ctx.notFound(
-      "getProviderAuthImport",
-      { ...mine, provider_auth_import_id: ctx.unknownId("provider_auth_import_id") },
-      "unknown id",
-    );
-    await ctx.notFound(
-      "getProviderAuthImport",
-      { ...theirs, provider_auth_import_id: theirImport.id },
-      "another tenant's import",
-    );
-    await ctx.notFound(
-      "getProviderAuthImport",
-      { ...mine, provider_auth_import_id: theirImport.id },
-      "another tenant's import id under my auth config",
-    );
-    await ctx.standardErrors("getProviderAuthImport", item);
+    await checkMisses(ctx, "getProviderAuthImport", item, [
+      [{ ...mine, provider_auth_import_id: ctx.unknownId("provider_auth_import_id") }, "unknown id"],
+      [{ ...theirs, provider_auth_import_id: theirImport.id }, "another tenant's import"],
+      [{ ...mine, provider_auth_import_id: theirImport.id }, "another tenant's import id under my auth config"],
+    ]);
   },
 });

@@ -1,26 +1,11 @@
-import { catalogProvider } from "../seed.ts";
+import { checkMisses, deploymentPair } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const providerConfigVaults = defineSuite({
   tag: "Provider config vaults",
   async run(ctx) {
     const { client, other } = ctx;
-    const { providerId } = await catalogProvider(ctx);
-    const deployment = await ctx.ok(
-      "createProviderDeployment",
-      201,
-      client.POST("/provider-deployments", { body: { name: "Vaults deployment", provider_id: providerId } }),
-      { label: "201 deployment for vaults" },
-    );
-    const theirDeployment = await ctx.ok(
-      "createProviderDeployment",
-      201,
-      other.POST("/provider-deployments", { body: { name: "Their vaults deployment", provider_id: providerId } }),
-      { label: "201 deployment for vaults (other tenant)" },
-    );
-    const mine = { provider_deployment_id: deployment.id };
-    const theirs = { provider_deployment_id: theirDeployment.id };
-    const unknownDeployment = { provider_deployment_id: ctx.unknownId("provider_deployment_id") };
+    const { mine, theirs, deploymentMisses } = await deploymentPair(ctx, "vaults");
     const body = { name: "Contract vault", data: { api_key: "sk_contract_example" } };
 
     // createProviderConfigVault
@@ -41,9 +26,7 @@ export const providerConfigVaults = defineSuite({
       }),
       { code: "invalid_data", label: "400 without data" },
     );
-    await ctx.notFound("createProviderConfigVault", unknownDeployment, "unknown deployment", body);
-    await ctx.notFound("createProviderConfigVault", theirs, "another tenant's deployment", body);
-    await ctx.standardErrors("createProviderConfigVault", mine);
+    await checkMisses(ctx, "createProviderConfigVault", mine, deploymentMisses, body);
     const theirVault = await ctx.ok(
       "createProviderConfigVault",
       201,
@@ -59,9 +42,7 @@ export const providerConfigVaults = defineSuite({
         params: { path: mine, query: { limit: 1 } },
       }),
     );
-    await ctx.notFound("listProviderConfigVaults", unknownDeployment, "unknown deployment");
-    await ctx.notFound("listProviderConfigVaults", theirs, "another tenant's deployment");
-    await ctx.standardErrors("listProviderConfigVaults", mine);
+    await checkMisses(ctx, "listProviderConfigVaults", mine, deploymentMisses);
 
     // getProviderConfigVault
     const item = { ...mine, provider_config_vault_id: vault.id };
@@ -74,9 +55,10 @@ export const providerConfigVaults = defineSuite({
         params: { path: item },
       }),
     );
-    await ctx.notFound("getProviderConfigVault", unknownVault, "unknown id");
-    await ctx.notFound("getProviderConfigVault", theirItem, "another tenant's vault");
-    await ctx.standardErrors("getProviderConfigVault", item);
+    await checkMisses(ctx, "getProviderConfigVault", item, [
+      [unknownVault, "unknown id"],
+      [theirItem, "another tenant's vault"],
+    ]);
 
     // updateProviderConfigVault
     await ctx.ok(
@@ -87,9 +69,10 @@ export const providerConfigVaults = defineSuite({
         body: { name: "Renamed vault", description: null, metadata: null },
       }),
     );
-    await ctx.notFound("updateProviderConfigVault", unknownVault, "unknown id");
-    await ctx.notFound("updateProviderConfigVault", theirItem, "another tenant's vault");
-    await ctx.standardErrors("updateProviderConfigVault", item);
+    await checkMisses(ctx, "updateProviderConfigVault", item, [
+      [unknownVault, "unknown id"],
+      [theirItem, "another tenant's vault"],
+    ]);
 
     // deleteProviderConfigVault
     await ctx.ok(
@@ -99,8 +82,9 @@ export const providerConfigVaults = defineSuite({
         params: { path: item },
       }),
     );
-    await ctx.notFound("deleteProviderConfigVault", item, "already deleted");
-    await ctx.notFound("deleteProviderConfigVault", theirItem, "another tenant's vault");
-    await ctx.standardErrors("deleteProviderConfigVault", item);
+    await checkMisses(ctx, "deleteProviderConfigVault", item, [
+      [item, "already deleted"],
+      [theirItem, "another tenant's vault"],
+    ]);
   },
 });

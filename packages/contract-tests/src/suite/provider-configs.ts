@@ -1,23 +1,12 @@
-import { catalogProvider, seedListing } from "../seed.ts";
+import { seedListing } from "../seed.ts";
+import { checkMisses, deploymentPair } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const providerConfigs = defineSuite({
   tag: "Provider configs",
   async run(ctx) {
     const { client, other } = ctx;
-    const { providerId } = await catalogProvider(ctx);
-    const deployment = await ctx.ok(
-      "createProviderDeployment",
-      201,
-      client.POST("/provider-deployments", { body: { name: "Configs deployment", provider_id: providerId } }),
-      { label: "201 deployment for configs" },
-    );
-    const theirDeployment = await ctx.ok(
-      "createProviderDeployment",
-      201,
-      other.POST("/provider-deployments", { body: { name: "Their configs deployment", provider_id: providerId } }),
-      { label: "201 deployment for configs (other tenant)" },
-    );
+    const { mine, theirs, deploymentMisses } = await deploymentPair(ctx, "configs");
     // A provider without any version: its deployment has no config schema to validate against (the 409s).
     const { providerId: versionless } = await seedListing(ctx, null, "Contract versionless");
     const stranded = await ctx.ok(
@@ -26,9 +15,6 @@ export const providerConfigs = defineSuite({
       client.POST("/provider-deployments", { body: { name: "No runnable version", provider_id: versionless } }),
       { label: "201 deployment of a provider without versions" },
     );
-    const mine = { provider_deployment_id: deployment.id };
-    const theirs = { provider_deployment_id: theirDeployment.id };
-    const unknownDeployment = { provider_deployment_id: ctx.unknownId("provider_deployment_id") };
     const inline = (name: string, data: Record<string, unknown> = {}) => ({
       name,
       config: { type: "inline" as const, data },
@@ -48,9 +34,7 @@ export const providerConfigs = defineSuite({
       }),
       { code: "conflict", label: "409 no runnable version" },
     );
-    await ctx.notFound("getProviderConfigSchema", unknownDeployment, "unknown deployment");
-    await ctx.notFound("getProviderConfigSchema", theirs, "another tenant's deployment");
-    await ctx.standardErrors("getProviderConfigSchema", mine);
+    await checkMisses(ctx, "getProviderConfigSchema", mine, deploymentMisses);
 
     // createProviderConfig
     const config = await ctx.ok(
@@ -101,9 +85,7 @@ export const providerConfigs = defineSuite({
       name: "Unknown vault",
       config: { type: "vault", provider_config_vault_id: ctx.unknownId("provider_config_vault_id") },
     });
-    await ctx.notFound("createProviderConfig", unknownDeployment, "unknown deployment", inline("x"));
-    await ctx.notFound("createProviderConfig", theirs, "another tenant's deployment", inline("x"));
-    await ctx.standardErrors("createProviderConfig", mine);
+    await checkMisses(ctx, "createProviderConfig", mine, deploymentMisses, inline("x"));
     const theirConfig = await ctx.ok(
       "createProviderConfig",
       201,
@@ -122,9 +104,7 @@ export const providerConfigs = defineSuite({
         params: { path: mine, query: { limit: 1, order: "desc" } },
       }),
     );
-    await ctx.notFound("listProviderConfigs", unknownDeployment, "unknown deployment");
-    await ctx.notFound("listProviderConfigs", theirs, "another tenant's deployment");
-    await ctx.standardErrors("listProviderConfigs", mine);
+    await checkMisses(ctx, "listProviderConfigs", mine, deploymentMisses);
 
     // getProviderConfig
     const item = { ...mine, provider_config_id: config.id };
@@ -135,22 +115,11 @@ export const providerConfigs = defineSuite({
         params: { path: item },
       }),
     );
-    await ctx.notFound(
-      "getProviderConfig",
-      { ...mine, provider_config_id: ctx.unknownId("provider_config_id") },
-      "unknown id",
-    );
-    await ctx.notFound(
-      "getProviderConfig",
-      { ...theirs, provider_config_id: theirConfig.id },
-      "another tenant's config",
-    );
-    await ctx.notFound(
-      "getProviderConfig",
-      { ...mine, provider_config_id: theirConfig.id },
-      "another tenant's config id under my deployment",
-    );
-    await ctx.standardErrors("getProviderConfig", item);
+    await checkMisses(ctx, "getProviderConfig", item, [
+      [{ ...mine, provider_config_id: ctx.unknownId("provider_config_id") }, "unknown id"],
+      [{ ...theirs, provider_config_id: theirConfig.id }, "another tenant's config"],
+      [{ ...mine, provider_config_id: theirConfig.id }, "another tenant's config id under my deployment"],
+    ]);
 
     // updateProviderConfig
     await ctx.ok(
@@ -161,17 +130,10 @@ export const providerConfigs = defineSuite({
         body: { name: "Renamed config", description: null, metadata: null },
       }),
     );
-    await ctx.notFound(
-      "updateProviderConfig",
-      { ...mine, provider_config_id: ctx.unknownId("provider_config_id") },
-      "unknown id",
-    );
-    await ctx.notFound(
-      "updateProviderConfig",
-      { ...theirs, provider_config_id: theirConfig.id },
-      "another tenant's config",
-    );
-    await ctx.standardErrors("updateProviderConfig", item);
+    await checkMisses(ctx, "updateProviderConfig", item, [
+      [{ ...mine, provider_config_id: ctx.unknownId("provider_config_id") }, "unknown id"],
+      [{ ...theirs, provider_config_id: theirConfig.id }, "another tenant's config"],
+    ]);
 
     // deleteProviderConfig (its 409 needs a session or session template using the config: not until sessions land)
     await ctx.ok(
@@ -181,12 +143,9 @@ export const providerConfigs = defineSuite({
         params: { path: item },
       }),
     );
-    await ctx.notFound("deleteProviderConfig", item, "already deleted");
-    await ctx.notFound(
-      "deleteProviderConfig",
-      { ...theirs, provider_config_id: theirConfig.id },
-      "another tenant's config",
-    );
-    await ctx.standardErrors("deleteProviderConfig", item);
+    await checkMisses(ctx, "deleteProviderConfig", item, [
+      [item, "already deleted"],
+      [{ ...theirs, provider_config_id: theirConfig.id }, "another tenant's config"],
+    ]);
   },
 });

@@ -1,4 +1,5 @@
 import { catalogProvider } from "../seed.ts";
+import { checkMisses } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const providerDeployments = defineSuite({
@@ -80,9 +81,10 @@ export const providerDeployments = defineSuite({
       200,
       client.GET("/provider-deployments/{provider_deployment_id}", { params: { path: mine } }),
     );
-    await ctx.notFound("getProviderDeployment", unknown, "unknown id");
-    await ctx.notFound("getProviderDeployment", theirPath, "another tenant's deployment");
-    await ctx.standardErrors("getProviderDeployment", mine);
+    await checkMisses(ctx, "getProviderDeployment", mine, [
+      [unknown, "unknown id"],
+      [theirPath, "another tenant's deployment"],
+    ]);
 
     // updateProviderDeployment
     await ctx.ok(
@@ -93,9 +95,10 @@ export const providerDeployments = defineSuite({
         body: { name: "Renamed deployment", description: null, metadata: null },
       }),
     );
-    await ctx.notFound("updateProviderDeployment", unknown, "unknown id");
-    await ctx.notFound("updateProviderDeployment", theirPath, "another tenant's deployment");
-    await ctx.standardErrors("updateProviderDeployment", mine);
+    await checkMisses(ctx, "updateProviderDeployment", mine, [
+      [unknown, "unknown id"],
+      [theirPath, "another tenant's deployment"],
+    ]);
 
     // deleteProviderDeployment: refused while another deployment uses one of its configs as its default.
     const holder = await ctx.ok(
@@ -145,8 +148,9 @@ export const providerDeployments = defineSuite({
         label: "200 once nothing uses its config",
       },
     );
-    await ctx.notFound("deleteProviderDeployment", holderPath, "already deleted");
-    await ctx.notFound("deleteProviderDeployment", theirPath, "another tenant's deployment");
-    await ctx.standardErrors("deleteProviderDeployment", mine);
+    await checkMisses(ctx, "deleteProviderDeployment", mine, [
+      [holderPath, "already deleted"],
+      [theirPath, "another tenant's deployment"],
+    ]);
   },
 });

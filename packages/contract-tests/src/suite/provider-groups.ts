@@ -1,4 +1,5 @@
 import { catalogListingId } from "../seed.ts";
+import { checkMisses } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const providerGroups = defineSuite({
@@ -74,9 +75,10 @@ export const providerGroups = defineSuite({
       200,
       client.GET("/provider-groups/{provider_group_id}", { params: { path: mine } }),
     );
-    await ctx.notFound("getProviderGroup", unknown, "unknown id");
-    await ctx.notFound("getProviderGroup", theirPath, "another tenant's group");
-    await ctx.standardErrors("getProviderGroup", mine);
+    await checkMisses(ctx, "getProviderGroup", mine, [
+      [unknown, "unknown id"],
+      [theirPath, "another tenant's group"],
+    ]);
 
     // updateProviderGroup
     await ctx.ok(
@@ -87,9 +89,10 @@ export const providerGroups = defineSuite({
         body: { name: "Renamed group", description: null },
       }),
     );
-    await ctx.notFound("updateProviderGroup", unknown, "unknown id");
-    await ctx.notFound("updateProviderGroup", theirPath, "another tenant's group");
-    await ctx.standardErrors("updateProviderGroup", mine);
+    await checkMisses(ctx, "updateProviderGroup", mine, [
+      [unknown, "unknown id"],
+      [theirPath, "another tenant's group"],
+    ]);
 
     // addProviderGroupListing
     const listingBody = { provider_listing_id: listingId };
@@ -106,10 +109,9 @@ export const providerGroups = defineSuite({
     );
     await ctx.notFound("addProviderGroupListing", unknown, "unknown group", listingBody);
     await ctx.notFound("addProviderGroupListing", theirPath, "another tenant's group", listingBody);
-    await ctx.notFound("addProviderGroupListing", mine, "unknown listing", {
+    await checkMisses(ctx, "addProviderGroupListing", mine, [[mine, "unknown listing"]], {
       provider_listing_id: ctx.unknownId("provider_listing_id"),
     });
-    await ctx.standardErrors("addProviderGroupListing", mine);
 
     // removeProviderGroupListing
     const held = { ...mine, provider_listing_id: listingId };
@@ -118,12 +120,9 @@ export const providerGroups = defineSuite({
       200,
       client.DELETE("/provider-groups/{provider_group_id}/listings/{provider_listing_id}", { params: { path: held } }),
     );
-    await ctx.notFound("removeProviderGroupListing", held, "listing no longer held");
-    await ctx.notFound(
-      "removeProviderGroupListing",
-      { ...theirPath, provider_listing_id: listingId },
-      "another tenant's group",
-    );
-    await ctx.standardErrors("removeProviderGroupListing", held);
+    await checkMisses(ctx, "removeProviderGroupListing", held, [
+      [held, "listing no longer held"],
+      [{ ...theirPath, provider_listing_id: listingId }, "another tenant's group"],
+    ]);
   },
 });

@@ -1,4 +1,5 @@
 import { catalogServerId, seedOwnServer } from "../seed.ts";
+import { checkMisses } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const servers = defineSuite({
@@ -20,8 +21,9 @@ export const servers = defineSuite({
     await ctx.ok("getServer", 200, ctx.other.GET("/servers/{server_id}", { params: { path: theirs } }), {
       label: "200 the other tenant's own server",
     });
-    await ctx.notFound("getServer", { server_id: ctx.unknownId("server_id") }, "unknown id");
-    await ctx.notFound("getServer", theirs, "another tenant's server");
-    await ctx.standardErrors("getServer", catalog);
+    await checkMisses(ctx, "getServer", catalog, [
+      [{ server_id: ctx.unknownId("server_id") }, "unknown id"],
+      [theirs, "another tenant's server"],
+    ]);
   },
 });

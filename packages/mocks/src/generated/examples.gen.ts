@@ -411,7 +411,7 @@ export function providerOAuthSetupExample() {
             user_id: '42'
         },
         redirect_url: 'https://app.acme.dev/integrations/github/done',
-        url: 'https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start',
+        url: 'https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start?token=5Jm0dD0r3F1sQe8b7LkYpT2wXcVnA9uGhZiRoE4MsBq',
         auth_config: null,
         credentials: {
             object: 'provider.auth_credentials',
@@ -851,6 +851,21 @@ export function customProviderProviderExample() {
     };
 }
 
+export function customProviderEnvironmentExample() {
+    return {
+        object: 'custom_provider.environment',
+        id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yg',
+        name: 'production',
+        custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+        provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+        current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+        current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+        instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+        created_at: '2026-11-23T09:30:00.000Z',
+        updated_at: '2026-11-23T09:31:00.000Z'
+    };
+}
+
 export function customProviderExample() {
     return {
         object: 'custom_provider',
@@ -889,6 +904,32 @@ export function customProviderExample() {
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:31:00.000Z'
         },
+        environments: [
+            {
+                object: 'custom_provider.environment',
+                id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yq',
+                name: 'development',
+                custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+                provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+                instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+                created_at: '2026-11-23T09:30:00.000Z',
+                updated_at: '2026-11-23T09:30:00.000Z'
+            },
+            {
+                object: 'custom_provider.environment',
+                id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yg',
+                name: 'production',
+                custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+                provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+                instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+                created_at: '2026-11-23T09:30:00.000Z',
+                updated_at: '2026-11-23T09:31:00.000Z'
+            }
+        ],
         created_at: '2026-11-23T09:30:00.000Z',
         updated_at: '2026-11-23T09:31:00.000Z'
     };
@@ -1017,21 +1058,6 @@ export function customProviderErrorExample() {
     return {
         code: 'upstream_unreachable',
         message: 'Could not connect to https://mcp.example.com/mcp: connection refused.'
-    };
-}
-
-export function customProviderEnvironmentExample() {
-    return {
-        object: 'custom_provider.environment',
-        id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yg',
-        name: 'production',
-        custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
-        provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
-        current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
-        current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
-        instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
-        created_at: '2026-11-23T09:30:00.000Z',
-        updated_at: '2026-11-23T09:31:00.000Z'
     };
 }
 

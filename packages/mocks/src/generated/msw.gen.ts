@@ -263,7 +263,7 @@ export function handleCreateProviderOAuthSetup(response?: HandleCreateProviderOA
             description: null,
             metadata: { user_id: '42' },
             redirect_url: 'https://app.acme.dev/integrations/github/done',
-            url: 'https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start',
+            url: 'https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start?token=5Jm0dD0r3F1sQe8b7LkYpT2wXcVnA9uGhZiRoE4MsBq',
             auth_config: null,
             credentials: {
                 object: 'provider.auth_credentials',
@@ -346,7 +346,7 @@ export function handleGetProviderOAuthSetup(response?: HandleGetProviderOAuthSet
             description: null,
             metadata: { user_id: '42' },
             redirect_url: 'https://app.acme.dev/integrations/github/done',
-            url: 'https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start',
+            url: 'https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start?token=5Jm0dD0r3F1sQe8b7LkYpT2wXcVnA9uGhZiRoE4MsBq',
             auth_config: null,
             credentials: {
                 object: 'provider.auth_credentials',
@@ -429,7 +429,7 @@ export function handleUpdateProviderOAuthSetup(response?: HandleUpdateProviderOA
             description: null,
             metadata: { user_id: '42' },
             redirect_url: 'https://app.acme.dev/integrations/github/done',
-            url: 'https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start',
+            url: 'https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start?token=5Jm0dD0r3F1sQe8b7LkYpT2wXcVnA9uGhZiRoE4MsBq',
             auth_config: null,
             credentials: {
                 object: 'provider.auth_credentials',
@@ -1137,6 +1137,29 @@ export function handleCreateCustomProvider(response?: HandleCreateCustomProvider
                 created_at: '2026-11-23T09:30:00.000Z',
                 updated_at: '2026-11-23T09:31:00.000Z'
             },
+            environments: [{
+                    object: 'custom_provider.environment',
+                    id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yq',
+                    name: 'development',
+                    custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+                    provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                    current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                    current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+                    instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+                    created_at: '2026-11-23T09:30:00.000Z',
+                    updated_at: '2026-11-23T09:30:00.000Z'
+                }, {
+                    object: 'custom_provider.environment',
+                    id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yg',
+                    name: 'production',
+                    custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+                    provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                    current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                    current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+                    instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+                    created_at: '2026-11-23T09:30:00.000Z',
+                    updated_at: '2026-11-23T09:31:00.000Z'
+                }],
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:31:00.000Z'
         };
@@ -1198,6 +1221,29 @@ export function handleGetCustomProvider(response?: HandleGetCustomProviderRespon
                 created_at: '2026-11-23T09:30:00.000Z',
                 updated_at: '2026-11-23T09:31:00.000Z'
             },
+            environments: [{
+                    object: 'custom_provider.environment',
+                    id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yq',
+                    name: 'development',
+                    custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+                    provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                    current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                    current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+                    instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+                    created_at: '2026-11-23T09:30:00.000Z',
+                    updated_at: '2026-11-23T09:30:00.000Z'
+                }, {
+                    object: 'custom_provider.environment',
+                    id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yg',
+                    name: 'production',
+                    custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+                    provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                    current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                    current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+                    instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+                    created_at: '2026-11-23T09:30:00.000Z',
+                    updated_at: '2026-11-23T09:31:00.000Z'
+                }],
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:31:00.000Z'
         };
@@ -1259,6 +1305,29 @@ export function handleUpdateCustomProvider(response?: HandleUpdateCustomProvider
                 created_at: '2026-11-23T09:30:00.000Z',
                 updated_at: '2026-11-23T09:31:00.000Z'
             },
+            environments: [{
+                    object: 'custom_provider.environment',
+                    id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yq',
+                    name: 'development',
+                    custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+                    provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                    current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                    current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+                    instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+                    created_at: '2026-11-23T09:30:00.000Z',
+                    updated_at: '2026-11-23T09:30:00.000Z'
+                }, {
+                    object: 'custom_provider.environment',
+                    id: 'cpe_01jqz7m3c8v4r2k9x5n6t0w1yg',
+                    name: 'production',
+                    custom_provider_id: 'cpr_01jqz7m3c8v4r2k9x5n6t0w1yh',
+                    provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                    current_provider_version_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                    current_custom_provider_version_id: 'cpv_01jqz7m3c8v4r2k9x5n6t0w1yj',
+                    instance_id: 'ins_01jqz7m3c8v4r2k9x5n6t0w1yk',
+                    created_at: '2026-11-23T09:30:00.000Z',
+                    updated_at: '2026-11-23T09:31:00.000Z'
+                }],
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:31:00.000Z'
         };

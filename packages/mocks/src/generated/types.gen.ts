@@ -614,7 +614,7 @@ export type ProviderOAuthSetup = {
      */
     redirect_url: string | null;
     /**
-     * The URL to send the user to: a page of this server that marks the setup `opened` and redirects to the provider's authorization endpoint. Visiting it again before the flow ends starts over with a fresh `state` and PKCE verifier (the earlier ones stop working). Null once the setup is in a final state.
+     * The URL to send the user to: a page of this server that marks the setup `opened` and redirects to the provider's authorization endpoint. Its random `token` parameter makes it unguessable; without it the page is a 404. Visiting it again before the flow ends starts over with a fresh `state` and PKCE verifier (the earlier ones stop working). Null once the setup is in a final state.
      */
     url: string | null;
     /**
@@ -917,11 +917,11 @@ export type ToolCall = {
      */
     session_provider_id: string | null;
     /**
-     * The MCP client connection of the session that made the call (`scn_…`, one per MCP session on the endpoint), or null for calls made through this API.
+     * The MCP client connection that made the call (`scn_…`, one per stream of the legacy SSE transport), or null for calls over the session's Streamable HTTP endpoint (which is stateless: any server replica answers any request, so there is no connection to name) and for calls made through this API.
      */
     connection_id: string | null;
     /**
-     * The upstream run that served the call (`prn_…`: one connection to, or process of, the upstream MCP server), or null when no upstream could be reached.
+     * The upstream run that served the call (`prn_…`: one connection to, or process of, the upstream MCP server, as held by the server replica that routed the call), or null when no upstream could be reached.
      */
     provider_run_id: string | null;
     /**
@@ -1026,11 +1026,11 @@ export type SessionProvider = {
      */
     provider_deployment_id: string;
     /**
-     * The config applied to the upstream (`pcf_…`), or null when the deployment's default config applies.
+     * The config applied to the upstream (`pcf_…`), or null when the deployment's default config applies. A config in use by an active session cannot be deleted; once the session has ended or the provider was removed, deleting the config clears this field.
      */
     provider_config_id: string | null;
     /**
-     * The auth config whose credentials are sent to the upstream (`pac_…`), or null when the provider is reached without one (the deployment's own imported credentials apply, if any).
+     * The auth config whose credentials are sent to the upstream (`pac_…`), or null when the provider is reached without one (the deployment's own imported credentials apply, if any). Like `provider_config_id`, cleared when the auth config is deleted after the session ended or the provider was removed.
      */
     provider_auth_config_id: string | null;
     /**
@@ -1096,7 +1096,7 @@ export type ProviderAuthConfigReference = {
 };
 
 /**
- * Body of a request that adds a provider to a session. The config and auth config must belong to the deployment's provider (400 otherwise); unknown ones are a 404.
+ * Body of a request that adds a provider to a session. The config and auth config must belong to the named deployment (400 otherwise); unknown ones are a 404.
  */
 export type SessionProviderCreate = {
     provider_deployment: ProviderDeploymentReference;
@@ -1226,7 +1226,47 @@ export type CustomProviderProvider = {
 };
 
 /**
- * A user-supplied MCP server (`custom_provider`) of kind `remote`, `container` or `function`. Creating one also creates its catalog `provider` (published by the instance), its first version and its two environments, `development` and `production`. `type` is an extension to the documented fields. Registry credentials and function sources are never returned. `status`, `name` and `provider`, nullable in the API description, are always set here.
+ * An environment of a custom provider (`custom_provider.environment`). Every custom provider has exactly two, created with it: `development` and `production`. Each holds at most one version at a time; commits change which. Unpinned deployments of the provider resolve to the `production` version. `current_custom_provider_version_id` is an extension to the documented fields.
+ */
+export type CustomProviderEnvironment = {
+    /**
+     * Always `custom_provider.environment`.
+     */
+    object: 'custom_provider.environment';
+    /**
+     * Unique identifier, prefixed `cpe_`.
+     */
+    id: string;
+    /**
+     * `development` receives every new version as soon as it is created (by a `system` commit); `production` is what unpinned deployments use and changes through commits; while it holds no version, the next version whose deployment succeeds is merged into it by a `system` commit.
+     */
+    name: 'development' | 'production';
+    /**
+     * The custom provider (`cpr_…`).
+     */
+    custom_provider_id: string;
+    /**
+     * The custom provider's catalog provider (`pro_…`).
+     */
+    provider_id: string;
+    /**
+     * The provider version (`prv_…`) of the version the environment holds, or null when it holds none.
+     */
+    current_provider_version_id: string | null;
+    /**
+     * The custom provider version (`cpv_…`) the environment holds, or null when it holds none.
+     */
+    current_custom_provider_version_id: string | null;
+    /**
+     * The instance (tenant) that owns the environment.
+     */
+    instance_id: string;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+};
+
+/**
+ * A user-supplied MCP server (`custom_provider`) of kind `remote`, `container` or `function`. Creating one also creates its catalog `provider` (published by the instance), its first version and its two environments, `development` and `production`. `type` and `environments` are extensions to the documented fields. Registry credentials and function sources are never returned. `status`, `name` and `provider`, nullable in the API description, are always set here.
  */
 export type CustomProvider = {
     /**
@@ -1249,6 +1289,10 @@ export type CustomProvider = {
     description: string | null;
     metadata: NullableMetadata;
     provider: CustomProviderProvider;
+    /**
+     * Its two environments, `development` then `production`, with the version each holds: the ids that commits' `from_environment_id` and `to_environment_id` name.
+     */
+    environments: Array<CustomProviderEnvironment>;
     created_at: Timestamp;
     updated_at: Timestamp;
 };
@@ -1283,7 +1327,7 @@ export type CustomProviderFromRemote = {
 };
 
 /**
- * An OCI image run through the container engine this server is configured with (the Docker Engine API at `DOCKER_HOST`); the container must serve MCP over Streamable HTTP. Without a configured engine the version's deployment fails with error code `container_runtime_unavailable`. `username` and `password` authenticate to the image's registry; they are write-only (stored encrypted, never returned).
+ * An OCI image run through the container engine this server is configured with (the Docker Engine API at `DOCKER_HOST`, `unix://…` or `tcp://…` without TLS). Deploying pulls the image, replaces the version's container (named `toolplane-<version id>`), starts it with `PORT=8080` and the transformer's `env`, publishes port 8080 (on loopback for a local engine) and probes MCP over Streamable HTTP at `/mcp` on it, retrying while the container starts. Without a configured engine the deployment fails with error code `container_runtime_unavailable`; a failed pull with `image_pull_failed`. `username` and `password` authenticate to the image's registry (the first segment of `image_ref` when it names a host, else Docker Hub); they are write-only (the password is stored encrypted, neither is returned).
  */
 export type CustomProviderFromContainer = {
     /**
@@ -1315,7 +1359,7 @@ export type CustomProviderFunctionFile = {
 };
 
 /**
- * Source files that this server runs itself. Each deployment writes the files to a private directory and starts `entrypoint` with the chosen `runtime` as a stdio MCP server (JSON-RPC on stdin/stdout) in a child process with the limits below; the child has no access to the server's own environment, and config values reach it only as environment variables through `config.transformer`. Deploying runs `initialize` and `tools/list` and records the tools. Size: at most 50 files of at most 256 KiB each; the whole request body is limited to 1 MiB (413 beyond), which bounds the total.
+ * Source files that this server runs itself. Each deployment writes the files to a private directory and starts `entrypoint` with the chosen `runtime` as a stdio MCP server (JSON-RPC on stdin/stdout) in a child process with the limits below (the database keeps the files; each deployment rewrites the directory from it). The child gets none of the server's environment beyond PATH, HOME, LOGNAME, SHELL, TERM and USER; config values reach it only as environment variables through `config.transformer` (names starting with `NODE_` are left out). Deploying runs `initialize` and `tools/list` and records the tools. Size: at most 50 files of at most 256 KiB each; the whole request body is limited to 1 MiB (413 beyond), which bounds the total.
  */
 export type CustomProviderFromFunction = {
     /**
@@ -1361,7 +1405,7 @@ export type CustomProviderFrom = ({
 export type CustomProviderConfig = {
     schema: JsonSchemaObject;
     /**
-     * A declarative mapping, written as a JSON document in this string, from the validated config to how the upstream is called. It is parsed as data and never evaluated as code. Its form is `{"headers": {…}, "query": {…}, "env": {…}}` (each key optional): each maps a header name, query parameter name or environment variable name to a template string in which `{{config.<path>}}` (a dot-separated path into the config) is replaced by that value (strings as they are, other values as JSON text). `headers` and `query` apply to requests to `remote` and `container` servers, `env` to `container` and `function` processes. An entry whose template names only a missing value is left out. A transformer that is not valid JSON of this form is a 400. Without a transformer the config is validated but not passed on.
+     * A declarative mapping, written as a JSON document in this string, from the validated config to how the upstream is called. It is parsed as data and never evaluated as code. Its form is `{"headers": {…}, "query": {…}, "env": {…}}` (each key optional): each maps a header name, query parameter name or environment variable name to a template string in which `{{config.<path>}}` (a dot-separated path into the config) is replaced by that value (strings as they are, other values as JSON text). `headers` and `query` apply to requests to `remote` and `container` servers; `env` to `function` processes (started with each deployment's config) and, for a `container`, which one container serves for every deployment of the version, only the entries that need no config values. An entry whose template names a missing or null value is left out, and so is a header value that would contain a line break. Names: headers are HTTP tokens, environment variables `[A-Za-z_][A-Za-z0-9_]*` (names starting with `NODE_` are ignored for `function` processes). A transformer that is not valid JSON of this form is a 400 whose error paths point into it. Without a transformer the config is validated but not passed on. While a version deploys no deployment config exists yet, so entries that need config values are left out of the deployment's probe.
      */
     transformer?: string;
 };
@@ -1399,7 +1443,7 @@ export type CustomProviderUpdate = {
 export type CustomProviderCommitActionType = 'merge_version_into_environment' | 'rollback';
 
 /**
- * Why a deployment or commit failed. Deployment codes include `container_runtime_unavailable` (no container engine configured; the message says to set `DOCKER_HOST`), `image_pull_failed`, `upstream_unreachable`, `initialize_failed`, `tools_list_failed`, `process_exited` and `timeout`; commit codes include `deployment_failed` (the target version failed to deploy while the commit was pending).
+ * Why a deployment or commit failed. Deployment codes: `container_runtime_unavailable` (no container engine configured, or it cannot be reached; the message says to set `DOCKER_HOST`), `image_pull_failed`, `container_start_failed`, `upstream_unreachable`, `initialize_failed`, `tools_list_failed`, `process_exited` (a function's process ended; the message ends with its stderr), `timeout`, `deployment_interrupted` (the server stopped during the deployment five times) and `internal_error`. Commit code: `deployment_failed` (the target version failed to deploy while the commit was pending).
  */
 export type CustomProviderError = {
     /**
@@ -1410,46 +1454,6 @@ export type CustomProviderError = {
      * A human-readable explanation. Never contains secrets.
      */
     message: string;
-};
-
-/**
- * An environment of a custom provider (`custom_provider.environment`). Every custom provider has exactly two, created with it: `development` and `production`. Each holds at most one version at a time; commits change which. Unpinned deployments of the provider resolve to the `production` version. `current_custom_provider_version_id` is an extension to the documented fields.
- */
-export type CustomProviderEnvironment = {
-    /**
-     * Always `custom_provider.environment`.
-     */
-    object: 'custom_provider.environment';
-    /**
-     * Unique identifier, prefixed `cpe_`.
-     */
-    id: string;
-    /**
-     * `development` receives every new version as soon as it is created (by a `system` commit); `production` is what unpinned deployments use and changes through commits; while it holds no version, the next version whose deployment succeeds is merged into it by a `system` commit.
-     */
-    name: 'development' | 'production';
-    /**
-     * The custom provider (`cpr_…`).
-     */
-    custom_provider_id: string;
-    /**
-     * The custom provider's catalog provider (`pro_…`).
-     */
-    provider_id: string;
-    /**
-     * The provider version (`prv_…`) of the version the environment holds, or null when it holds none.
-     */
-    current_provider_version_id: string | null;
-    /**
-     * The custom provider version (`cpv_…`) the environment holds, or null when it holds none.
-     */
-    current_custom_provider_version_id: string | null;
-    /**
-     * The instance (tenant) that owns the environment.
-     */
-    instance_id: string;
-    created_at: Timestamp;
-    updated_at: Timestamp;
 };
 
 /**
@@ -1845,7 +1849,7 @@ export type SessionList = {
 };
 
 /**
- * One entry of `providers` in a session or session template create request. An entry takes one of two forms (the server answers any other combination with a 400): either `provider_deployment`, with optional `provider_config`, `provider_auth_config` and `tool_filters`, which adds one provider; or `session_template_id` alone, which adds every provider of that template with its deployment, config, auth config and tool filters. The config and auth config must belong to the deployment's provider (400 otherwise); unknown deployments, configs, auth configs and templates are a 404.
+ * One entry of `providers` in a session or session template create request. An entry takes one of two forms (the server answers any other combination with a 400): either `provider_deployment`, with optional `provider_config`, `provider_auth_config` and `tool_filters`, which adds one provider; or `session_template_id` alone, which adds every provider of that template with its deployment, config, auth config and tool filters. The config and auth config must belong to the named deployment (400 otherwise); unknown deployments, configs, auth configs and templates are a 404.
  */
 export type SessionProviderEntry = {
     provider_deployment?: ProviderDeploymentReference;
@@ -2019,7 +2023,7 @@ export type SessionTemplateProviderList = {
 };
 
 /**
- * Body of a request that adds a provider to a session template. The config and auth config must belong to the deployment's provider (400 otherwise); unknown ones are a 404.
+ * Body of a request that adds a provider to a session template. The config and auth config must belong to the named deployment (400 otherwise); unknown ones are a 404.
  */
 export type SessionTemplateProviderCreate = {
     provider_deployment: ProviderDeploymentReference;
@@ -2032,7 +2036,7 @@ export type SessionTemplateProviderCreate = {
 };
 
 /**
- * Body of a session template provider update request; omitted fields keep their value, and null clears a nullable field. After the change the config and auth config must still belong to the deployment's provider (400 otherwise). Sessions already created from the template are not affected.
+ * Body of a session template provider update request; omitted fields keep their value, and null clears a nullable field. After the change the config and auth config must still belong to the named deployment (400 otherwise). Sessions already created from the template are not affected.
  */
 export type SessionTemplateProviderUpdate = {
     provider_deployment?: ProviderDeploymentReference;
@@ -3268,7 +3272,7 @@ export type ProviderAuthCredentialsCreateWritable = {
 };
 
 /**
- * An OCI image run through the container engine this server is configured with (the Docker Engine API at `DOCKER_HOST`); the container must serve MCP over Streamable HTTP. Without a configured engine the version's deployment fails with error code `container_runtime_unavailable`. `username` and `password` authenticate to the image's registry; they are write-only (stored encrypted, never returned).
+ * An OCI image run through the container engine this server is configured with (the Docker Engine API at `DOCKER_HOST`, `unix://…` or `tcp://…` without TLS). Deploying pulls the image, replaces the version's container (named `toolplane-<version id>`), starts it with `PORT=8080` and the transformer's `env`, publishes port 8080 (on loopback for a local engine) and probes MCP over Streamable HTTP at `/mcp` on it, retrying while the container starts. Without a configured engine the deployment fails with error code `container_runtime_unavailable`; a failed pull with `image_pull_failed`. `username` and `password` authenticate to the image's registry (the first segment of `image_ref` when it names a host, else Docker Hub); they are write-only (the password is stored encrypted, neither is returned).
  */
 export type CustomProviderFromContainerWritable = {
     /**

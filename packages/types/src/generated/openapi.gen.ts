@@ -17,7 +17,7 @@ export interface paths {
         put?: never;
         /**
          * Import an OAuth token
-         * @description Imports an OAuth access token obtained elsewhere, stored encrypted, as the credentials of a connection, and returns the import, `active` (or `expired` if `expires_at` is already past). Exactly one of `server_deployment_id` and `connection_id` must be given; both or neither is a 400 (`bad_request`) whose message says so. With `server_deployment_id`, a new auth config of type `oauth_manual` is created for the deployment (a provider without an `oauth` auth method is a 400); with `connection_id`, the token replaces that auth config's credentials and the connection's earlier active import becomes `revoked`. An unknown deployment or connection is a 404. The response is the only one that includes `id_token`.
+         * @description Imports an OAuth access token obtained elsewhere, stored encrypted, as the credentials of a connection, and returns the import, `active` (or `expired` if `expires_at` is already past). Exactly one of `server_deployment_id` and `connection_id` must be given; both or neither is a 400 (`bad_request`) whose message says so. With `server_deployment_id`, a new auth config of type `oauth_manual` is created for the deployment (a provider without an `oauth` auth method is a 400); with `connection_id`, the token replaces that auth config's credentials and the connection's earlier active import becomes `revoked`; a connection whose auth method is not `oauth` is a 400. An unknown deployment or connection (or another tenant's) is a 404. The response is the only one that includes `id_token`.
          */
         post: operations["createProviderOAuthTokenImport"];
         delete?: never;
@@ -344,7 +344,7 @@ export interface paths {
         put?: never;
         /**
          * Add a provider to a session
-         * @description Adds a deployment, with an optional config, auth config and tool filters, to an active session; its tools join the session's MCP tool list at once. A session that is not active is a 409; an unknown deployment, config or auth config is a 404; a config or auth config of another provider is a 400. The same deployment may appear in a session more than once: tool keys stay unique across the session's providers.
+         * @description Adds a deployment, with an optional config, auth config and tool filters, to an active session; its tools join the session's MCP tool list at once. A session that is not active is a 409; an unknown deployment, config or auth config is a 404; a config or auth config of another deployment is a 400. The same deployment may appear in a session more than once: tool keys stay unique across the session's providers.
          */
         post: operations["createSessionProvider"];
         delete?: never;
@@ -583,7 +583,7 @@ export interface paths {
         put?: never;
         /**
          * Create a session
-         * @description Creates an active session from `providers`: one entry object or an array of entries, each either a deployment (with optional config, auth config and tool filters) or a `session_template_id` that adds every provider of that template with its deployment, config, auth config and filters. An entry needs `provider_deployment` unless it has `session_template_id`; the server answers a missing or mixed entry, a config or auth config of another provider, or a session without any provider with a 400, and an unknown deployment, config, auth config or template with a 404. The response is the only one that carries the session's `secret`, a bearer token accepted by its MCP endpoint (`connection_url`). Creating a session does not contact the upstream MCP servers; the gateway reaches them when an MCP client first lists or calls tools.
+         * @description Creates an active session from `providers`: one entry object or an array of entries, each either a deployment (with optional config, auth config and tool filters) or a `session_template_id` that adds every provider of that template with its deployment, config, auth config and filters. An entry needs `provider_deployment` unless it has `session_template_id`; the server answers a missing or mixed entry, a config or auth config of another deployment, or a session without any provider with a 400, and an unknown deployment, config, auth config or template with a 404. The response is the only one that carries the session's `secret`, a bearer token accepted by its MCP endpoint (`connection_url`). Creating a session does not contact the upstream MCP servers; the gateway reaches them when an MCP client first lists or calls tools.
          */
         post: operations["createSession"];
         delete?: never;
@@ -641,7 +641,7 @@ export interface paths {
         put?: never;
         /**
          * Create a session template
-         * @description Creates a session template, with the template providers given in `providers` (the same entries as in session creation; an entry with `session_template_id` copies that template's providers). An unknown deployment, config, auth config or template is a 404; a malformed entry or a config or auth config of another provider is a 400.
+         * @description Creates a session template, with the template providers given in `providers` (the same entries as in session creation; an entry with `session_template_id` copies that template's providers). An unknown deployment, config, auth config or template is a 404; a malformed entry or a config or auth config of another deployment is a 400.
          */
         post: operations["createSessionTemplate"];
         delete?: never;
@@ -701,7 +701,7 @@ export interface paths {
         put?: never;
         /**
          * Add a provider to a session template
-         * @description Adds a deployment, with an optional config, auth config and tool filters, to the template. Sessions created from the template afterwards get it; existing sessions are not affected. An unknown deployment, config or auth config is a 404; a config or auth config of another provider is a 400.
+         * @description Adds a deployment, with an optional config, auth config and tool filters, to the template. Sessions created from the template afterwards get it; existing sessions are not affected. An unknown deployment, config or auth config is a 404; a config or auth config of another deployment is a 400.
          */
         post: operations["createSessionTemplateProvider"];
         delete?: never;
@@ -744,7 +744,7 @@ export interface paths {
         head?: never;
         /**
          * Update a session template provider
-         * @description Changes any of the provider's fields; null clears a nullable one (a cleared config falls back to the deployment's default config). Changing the deployment to one of another provider also requires a matching config and auth config (400 otherwise). Sessions already created from the template are not affected. An unknown deployment, config or auth config is a 404.
+         * @description Changes any of the provider's fields; null clears a nullable one (a cleared config falls back to the deployment's default config). Changing the deployment also requires a config and auth config of the new deployment, or none (400 otherwise). Sessions already created from the template are not affected. An unknown deployment, config or auth config is a 404.
          */
         patch: operations["updateSessionTemplateProvider"];
         trace?: never;
@@ -2359,7 +2359,7 @@ export interface components {
          *         "user_id": "42"
          *       },
          *       "redirect_url": "https://app.acme.dev/integrations/github/done",
-         *       "url": "https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start",
+         *       "url": "https://toolplane.acme.dev/oauth/setups/poas_01jqz7m3c8v4r2k9x5n6t0w1ya/start?token=5Jm0dD0r3F1sQe8b7LkYpT2wXcVnA9uGhZiRoE4MsBq",
          *       "auth_config": null,
          *       "credentials": {
          *         "object": "provider.auth_credentials",
@@ -2455,7 +2455,7 @@ export interface components {
             redirect_url: string | null;
             /**
              * Format: uri
-             * @description The URL to send the user to: a page of this server that marks the setup `opened` and redirects to the provider's authorization endpoint. Visiting it again before the flow ends starts over with a fresh `state` and PKCE verifier (the earlier ones stop working). Null once the setup is in a final state.
+             * @description The URL to send the user to: a page of this server that marks the setup `opened` and redirects to the provider's authorization endpoint. Its random `token` parameter makes it unguessable; without it the page is a 404. Visiting it again before the flow ends starts over with a fresh `state` and PKCE verifier (the earlier ones stop working). Null once the setup is in a final state.
              */
             url: string | null;
             /** @description The auth config the flow created; null until the setup is `completed`, and null if that auth config has been deleted since. */
@@ -2896,9 +2896,9 @@ export interface components {
             message_id: string;
             /** @description The session provider the call was routed to (`spv_…`), or null when it could not be routed. */
             session_provider_id: string | null;
-            /** @description The MCP client connection of the session that made the call (`scn_…`, one per MCP session on the endpoint), or null for calls made through this API. */
+            /** @description The MCP client connection that made the call (`scn_…`, one per stream of the legacy SSE transport), or null for calls over the session's Streamable HTTP endpoint (which is stateless: any server replica answers any request, so there is no connection to name) and for calls made through this API. */
             connection_id: string | null;
-            /** @description The upstream run that served the call (`prn_…`: one connection to, or process of, the upstream MCP server), or null when no upstream could be reached. */
+            /** @description The upstream run that served the call (`prn_…`: one connection to, or process of, the upstream MCP server, as held by the server replica that routed the call), or null when no upstream could be reached. */
             provider_run_id: string | null;
             /** @description The called tool's definition, or null when it was not known. */
             tool: components["schemas"]["ToolCallTool"] | null;
@@ -3034,9 +3034,9 @@ export interface components {
              * @example pde_01jqz7m3c8v4r2k9x5n6t0w1yd
              */
             provider_deployment_id: string;
-            /** @description The config applied to the upstream (`pcf_…`), or null when the deployment's default config applies. */
+            /** @description The config applied to the upstream (`pcf_…`), or null when the deployment's default config applies. A config in use by an active session cannot be deleted; once the session has ended or the provider was removed, deleting the config clears this field. */
             provider_config_id: string | null;
-            /** @description The auth config whose credentials are sent to the upstream (`pac_…`), or null when the provider is reached without one (the deployment's own imported credentials apply, if any). */
+            /** @description The auth config whose credentials are sent to the upstream (`pac_…`), or null when the provider is reached without one (the deployment's own imported credentials apply, if any). Like `provider_config_id`, cleared when the auth config is deleted after the session ended or the provider was removed. */
             provider_auth_config_id: string | null;
             /** @description The session template this provider was instantiated from (`set_…`), or null when it was given directly. */
             session_template_id: string | null;
@@ -3110,7 +3110,7 @@ export interface components {
             provider_auth_config_id: string;
         };
         /**
-         * @description Body of a request that adds a provider to a session. The config and auth config must belong to the deployment's provider (400 otherwise); unknown ones are a 404.
+         * @description Body of a request that adds a provider to a session. The config and auth config must belong to the named deployment (400 otherwise); unknown ones are a 404.
          * @example {
          *       "provider_deployment": {
          *         "type": "reference",
@@ -3292,7 +3292,67 @@ export interface components {
             updated_at: components["schemas"]["Timestamp"];
         };
         /**
-         * @description A user-supplied MCP server (`custom_provider`) of kind `remote`, `container` or `function`. Creating one also creates its catalog `provider` (published by the instance), its first version and its two environments, `development` and `production`. `type` is an extension to the documented fields. Registry credentials and function sources are never returned. `status`, `name` and `provider`, nullable in the API description, are always set here.
+         * @description An environment of a custom provider (`custom_provider.environment`). Every custom provider has exactly two, created with it: `development` and `production`. Each holds at most one version at a time; commits change which. Unpinned deployments of the provider resolve to the `production` version. `current_custom_provider_version_id` is an extension to the documented fields.
+         * @example {
+         *       "object": "custom_provider.environment",
+         *       "id": "cpe_01jqz7m3c8v4r2k9x5n6t0w1yg",
+         *       "name": "production",
+         *       "custom_provider_id": "cpr_01jqz7m3c8v4r2k9x5n6t0w1yh",
+         *       "provider_id": "pro_01jqz7m3c8v4r2k9x5n6t0w1yc",
+         *       "current_provider_version_id": "prv_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *       "current_custom_provider_version_id": "cpv_01jqz7m3c8v4r2k9x5n6t0w1yj",
+         *       "instance_id": "ins_01jqz7m3c8v4r2k9x5n6t0w1yk",
+         *       "created_at": "2026-11-23T09:30:00.000Z",
+         *       "updated_at": "2026-11-23T09:31:00.000Z"
+         *     }
+         */
+        CustomProviderEnvironment: {
+            /**
+             * @description Always `custom_provider.environment`.
+             * @constant
+             */
+            object: "custom_provider.environment";
+            /**
+             * @description Unique identifier, prefixed `cpe_`.
+             * @example cpe_01jqz7m3c8v4r2k9x5n6t0w1yg
+             */
+            id: string;
+            /**
+             * @description `development` receives every new version as soon as it is created (by a `system` commit); `production` is what unpinned deployments use and changes through commits; while it holds no version, the next version whose deployment succeeds is merged into it by a `system` commit.
+             * @example production
+             * @enum {string}
+             */
+            name: "development" | "production";
+            /**
+             * @description The custom provider (`cpr_…`).
+             * @example cpr_01jqz7m3c8v4r2k9x5n6t0w1yh
+             */
+            custom_provider_id: string;
+            /**
+             * @description The custom provider's catalog provider (`pro_…`).
+             * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+             */
+            provider_id: string;
+            /**
+             * @description The provider version (`prv_…`) of the version the environment holds, or null when it holds none.
+             * @example prv_01jqz7m3c8v4r2k9x5n6t0w1ye
+             */
+            current_provider_version_id: string | null;
+            /**
+             * @description The custom provider version (`cpv_…`) the environment holds, or null when it holds none.
+             * @example cpv_01jqz7m3c8v4r2k9x5n6t0w1yj
+             */
+            current_custom_provider_version_id: string | null;
+            /**
+             * @description The instance (tenant) that owns the environment.
+             * @example ins_01jqz7m3c8v4r2k9x5n6t0w1yk
+             */
+            instance_id: string;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description A user-supplied MCP server (`custom_provider`) of kind `remote`, `container` or `function`. Creating one also creates its catalog `provider` (published by the instance), its first version and its two environments, `development` and `production`. `type` and `environments` are extensions to the documented fields. Registry credentials and function sources are never returned. `status`, `name` and `provider`, nullable in the API description, are always set here.
          * @example {
          *       "object": "custom_provider",
          *       "id": "cpr_01jqz7m3c8v4r2k9x5n6t0w1yh",
@@ -3330,6 +3390,32 @@ export interface components {
          *         "created_at": "2026-11-23T09:30:00.000Z",
          *         "updated_at": "2026-11-23T09:31:00.000Z"
          *       },
+         *       "environments": [
+         *         {
+         *           "object": "custom_provider.environment",
+         *           "id": "cpe_01jqz7m3c8v4r2k9x5n6t0w1yq",
+         *           "name": "development",
+         *           "custom_provider_id": "cpr_01jqz7m3c8v4r2k9x5n6t0w1yh",
+         *           "provider_id": "pro_01jqz7m3c8v4r2k9x5n6t0w1yc",
+         *           "current_provider_version_id": "prv_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *           "current_custom_provider_version_id": "cpv_01jqz7m3c8v4r2k9x5n6t0w1yj",
+         *           "instance_id": "ins_01jqz7m3c8v4r2k9x5n6t0w1yk",
+         *           "created_at": "2026-11-23T09:30:00.000Z",
+         *           "updated_at": "2026-11-23T09:30:00.000Z"
+         *         },
+         *         {
+         *           "object": "custom_provider.environment",
+         *           "id": "cpe_01jqz7m3c8v4r2k9x5n6t0w1yg",
+         *           "name": "production",
+         *           "custom_provider_id": "cpr_01jqz7m3c8v4r2k9x5n6t0w1yh",
+         *           "provider_id": "pro_01jqz7m3c8v4r2k9x5n6t0w1yc",
+         *           "current_provider_version_id": "prv_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *           "current_custom_provider_version_id": "cpv_01jqz7m3c8v4r2k9x5n6t0w1yj",
+         *           "instance_id": "ins_01jqz7m3c8v4r2k9x5n6t0w1yk",
+         *           "created_at": "2026-11-23T09:30:00.000Z",
+         *           "updated_at": "2026-11-23T09:31:00.000Z"
+         *         }
+         *       ],
          *       "created_at": "2026-11-23T09:30:00.000Z",
          *       "updated_at": "2026-11-23T09:31:00.000Z"
          *     }
@@ -3356,6 +3442,8 @@ export interface components {
             description: string | null;
             metadata: components["schemas"]["NullableMetadata"];
             provider: components["schemas"]["CustomProviderProvider"];
+            /** @description Its two environments, `development` then `production`, with the version each holds: the ids that commits' `from_environment_id` and `to_environment_id` name. */
+            environments: components["schemas"]["CustomProviderEnvironment"][];
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
@@ -3404,7 +3492,7 @@ export interface components {
             protocol?: "streamable_http" | "sse";
         };
         /**
-         * @description An OCI image run through the container engine this server is configured with (the Docker Engine API at `DOCKER_HOST`); the container must serve MCP over Streamable HTTP. Without a configured engine the version's deployment fails with error code `container_runtime_unavailable`. `username` and `password` authenticate to the image's registry; they are write-only (stored encrypted, never returned).
+         * @description An OCI image run through the container engine this server is configured with (the Docker Engine API at `DOCKER_HOST`, `unix://…` or `tcp://…` without TLS). Deploying pulls the image, replaces the version's container (named `toolplane-<version id>`), starts it with `PORT=8080` and the transformer's `env`, publishes port 8080 (on loopback for a local engine) and probes MCP over Streamable HTTP at `/mcp` on it, retrying while the container starts. Without a configured engine the deployment fails with error code `container_runtime_unavailable`; a failed pull with `image_pull_failed`. `username` and `password` authenticate to the image's registry (the first segment of `image_ref` when it names a host, else Docker Hub); they are write-only (the password is stored encrypted, neither is returned).
          * @example {
          *       "type": "container",
          *       "image_ref": "ghcr.io/acme/weather-mcp:1.4.0",
@@ -3455,7 +3543,7 @@ export interface components {
             content: string;
         };
         /**
-         * @description Source files that this server runs itself. Each deployment writes the files to a private directory and starts `entrypoint` with the chosen `runtime` as a stdio MCP server (JSON-RPC on stdin/stdout) in a child process with the limits below; the child has no access to the server's own environment, and config values reach it only as environment variables through `config.transformer`. Deploying runs `initialize` and `tools/list` and records the tools. Size: at most 50 files of at most 256 KiB each; the whole request body is limited to 1 MiB (413 beyond), which bounds the total.
+         * @description Source files that this server runs itself. Each deployment writes the files to a private directory and starts `entrypoint` with the chosen `runtime` as a stdio MCP server (JSON-RPC on stdin/stdout) in a child process with the limits below (the database keeps the files; each deployment rewrites the directory from it). The child gets none of the server's environment beyond PATH, HOME, LOGNAME, SHELL, TERM and USER; config values reach it only as environment variables through `config.transformer` (names starting with `NODE_` are left out). Deploying runs `initialize` and `tools/list` and records the tools. Size: at most 50 files of at most 256 KiB each; the whole request body is limited to 1 MiB (413 beyond), which bounds the total.
          * @example {
          *       "type": "function",
          *       "runtime": "node20",
@@ -3537,7 +3625,7 @@ export interface components {
         CustomProviderConfig: {
             schema: components["schemas"]["JsonSchemaObject"];
             /**
-             * @description A declarative mapping, written as a JSON document in this string, from the validated config to how the upstream is called. It is parsed as data and never evaluated as code. Its form is `{"headers": {…}, "query": {…}, "env": {…}}` (each key optional): each maps a header name, query parameter name or environment variable name to a template string in which `{{config.<path>}}` (a dot-separated path into the config) is replaced by that value (strings as they are, other values as JSON text). `headers` and `query` apply to requests to `remote` and `container` servers, `env` to `container` and `function` processes. An entry whose template names only a missing value is left out. A transformer that is not valid JSON of this form is a 400. Without a transformer the config is validated but not passed on.
+             * @description A declarative mapping, written as a JSON document in this string, from the validated config to how the upstream is called. It is parsed as data and never evaluated as code. Its form is `{"headers": {…}, "query": {…}, "env": {…}}` (each key optional): each maps a header name, query parameter name or environment variable name to a template string in which `{{config.<path>}}` (a dot-separated path into the config) is replaced by that value (strings as they are, other values as JSON text). `headers` and `query` apply to requests to `remote` and `container` servers; `env` to `function` processes (started with each deployment's config) and, for a `container`, which one container serves for every deployment of the version, only the entries that need no config values. An entry whose template names a missing or null value is left out, and so is a header value that would contain a line break. Names: headers are HTTP tokens, environment variables `[A-Za-z_][A-Za-z0-9_]*` (names starting with `NODE_` are ignored for `function` processes). A transformer that is not valid JSON of this form is a 400 whose error paths point into it. Without a transformer the config is validated but not passed on. While a version deploys no deployment config exists yet, so entries that need config values are left out of the deployment's probe.
              * @example {"headers":{"Authorization":"Bearer {{config.api_key}}"}}
              */
             transformer?: string;
@@ -3597,7 +3685,7 @@ export interface components {
          */
         CustomProviderCommitActionType: "merge_version_into_environment" | "rollback";
         /**
-         * @description Why a deployment or commit failed. Deployment codes include `container_runtime_unavailable` (no container engine configured; the message says to set `DOCKER_HOST`), `image_pull_failed`, `upstream_unreachable`, `initialize_failed`, `tools_list_failed`, `process_exited` and `timeout`; commit codes include `deployment_failed` (the target version failed to deploy while the commit was pending).
+         * @description Why a deployment or commit failed. Deployment codes: `container_runtime_unavailable` (no container engine configured, or it cannot be reached; the message says to set `DOCKER_HOST`), `image_pull_failed`, `container_start_failed`, `upstream_unreachable`, `initialize_failed`, `tools_list_failed`, `process_exited` (a function's process ended; the message ends with its stderr), `timeout`, `deployment_interrupted` (the server stopped during the deployment five times) and `internal_error`. Commit code: `deployment_failed` (the target version failed to deploy while the commit was pending).
          * @example {
          *       "code": "upstream_unreachable",
          *       "message": "Could not connect to https://mcp.example.com/mcp: connection refused."
@@ -3614,66 +3702,6 @@ export interface components {
              * @example Could not connect to https://mcp.example.com/mcp: connection refused.
              */
             message: string;
-        };
-        /**
-         * @description An environment of a custom provider (`custom_provider.environment`). Every custom provider has exactly two, created with it: `development` and `production`. Each holds at most one version at a time; commits change which. Unpinned deployments of the provider resolve to the `production` version. `current_custom_provider_version_id` is an extension to the documented fields.
-         * @example {
-         *       "object": "custom_provider.environment",
-         *       "id": "cpe_01jqz7m3c8v4r2k9x5n6t0w1yg",
-         *       "name": "production",
-         *       "custom_provider_id": "cpr_01jqz7m3c8v4r2k9x5n6t0w1yh",
-         *       "provider_id": "pro_01jqz7m3c8v4r2k9x5n6t0w1yc",
-         *       "current_provider_version_id": "prv_01jqz7m3c8v4r2k9x5n6t0w1ye",
-         *       "current_custom_provider_version_id": "cpv_01jqz7m3c8v4r2k9x5n6t0w1yj",
-         *       "instance_id": "ins_01jqz7m3c8v4r2k9x5n6t0w1yk",
-         *       "created_at": "2026-11-23T09:30:00.000Z",
-         *       "updated_at": "2026-11-23T09:31:00.000Z"
-         *     }
-         */
-        CustomProviderEnvironment: {
-            /**
-             * @description Always `custom_provider.environment`.
-             * @constant
-             */
-            object: "custom_provider.environment";
-            /**
-             * @description Unique identifier, prefixed `cpe_`.
-             * @example cpe_01jqz7m3c8v4r2k9x5n6t0w1yg
-             */
-            id: string;
-            /**
-             * @description `development` receives every new version as soon as it is created (by a `system` commit); `production` is what unpinned deployments use and changes through commits; while it holds no version, the next version whose deployment succeeds is merged into it by a `system` commit.
-             * @example production
-             * @enum {string}
-             */
-            name: "development" | "production";
-            /**
-             * @description The custom provider (`cpr_…`).
-             * @example cpr_01jqz7m3c8v4r2k9x5n6t0w1yh
-             */
-            custom_provider_id: string;
-            /**
-             * @description The custom provider's catalog provider (`pro_…`).
-             * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
-             */
-            provider_id: string;
-            /**
-             * @description The provider version (`prv_…`) of the version the environment holds, or null when it holds none.
-             * @example prv_01jqz7m3c8v4r2k9x5n6t0w1ye
-             */
-            current_provider_version_id: string | null;
-            /**
-             * @description The custom provider version (`cpv_…`) the environment holds, or null when it holds none.
-             * @example cpv_01jqz7m3c8v4r2k9x5n6t0w1yj
-             */
-            current_custom_provider_version_id: string | null;
-            /**
-             * @description The instance (tenant) that owns the environment.
-             * @example ins_01jqz7m3c8v4r2k9x5n6t0w1yk
-             */
-            instance_id: string;
-            created_at: components["schemas"]["Timestamp"];
-            updated_at: components["schemas"]["Timestamp"];
         };
         /**
          * @description Deployment status of a custom provider version, driven by a durable job runner that resumes after a server restart. `queued`: waiting for the runner. `deploying`: the server is starting or connecting to the MCP server and running `initialize` and `tools/list`. `deployment_succeeded`: the tools and config schema are recorded on the provider version, which is now `released`. `deployment_failed`: the deployment's `error` says why; the version can never be promoted.
@@ -4368,7 +4396,7 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description One entry of `providers` in a session or session template create request. An entry takes one of two forms (the server answers any other combination with a 400): either `provider_deployment`, with optional `provider_config`, `provider_auth_config` and `tool_filters`, which adds one provider; or `session_template_id` alone, which adds every provider of that template with its deployment, config, auth config and tool filters. The config and auth config must belong to the deployment's provider (400 otherwise); unknown deployments, configs, auth configs and templates are a 404.
+         * @description One entry of `providers` in a session or session template create request. An entry takes one of two forms (the server answers any other combination with a 400): either `provider_deployment`, with optional `provider_config`, `provider_auth_config` and `tool_filters`, which adds one provider; or `session_template_id` alone, which adds every provider of that template with its deployment, config, auth config and tool filters. The config and auth config must belong to the named deployment (400 otherwise); unknown deployments, configs, auth configs and templates are a 404.
          * @example {
          *       "provider_deployment": {
          *         "type": "reference",
@@ -4621,7 +4649,7 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description Body of a request that adds a provider to a session template. The config and auth config must belong to the deployment's provider (400 otherwise); unknown ones are a 404.
+         * @description Body of a request that adds a provider to a session template. The config and auth config must belong to the named deployment (400 otherwise); unknown ones are a 404.
          * @example {
          *       "provider_deployment": {
          *         "type": "reference",
@@ -4643,7 +4671,7 @@ export interface components {
             tool_filters?: components["schemas"]["ToolFilters"];
         };
         /**
-         * @description Body of a session template provider update request; omitted fields keep their value, and null clears a nullable field. After the change the config and auth config must still belong to the deployment's provider (400 otherwise). Sessions already created from the template are not affected.
+         * @description Body of a session template provider update request; omitted fields keep their value, and null clears a nullable field. After the change the config and auth config must still belong to the named deployment (400 otherwise). Sessions already created from the template are not affected.
          * @example {
          *       "provider_auth_config": {
          *         "type": "reference",

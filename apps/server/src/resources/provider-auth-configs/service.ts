@@ -37,7 +37,7 @@ export interface AuthConfigFilters extends ListParams {
 
 export class ProviderAuthConfigService extends DeploymentChildren<"provider_auth_configs", AuthConfig> {
   constructor(db: Db) {
-    super(db, "provider_auth_configs", AUTH_CONFIG_ENTITY, toApi);
+    super(db, "provider_auth_configs", AUTH_CONFIG_ENTITY, toApi, "provider_auth_config_id");
   }
 
   listFiltered(deployment: DeploymentRef, filters: AuthConfigFilters) {

@@ -51,7 +51,7 @@ export class ProviderConfigService extends DeploymentChildren<"provider_configs"
     private readonly deployments: ProviderDeploymentService,
     private readonly secrets: SecretBox,
   ) {
-    super(db, "provider_configs", "provider.config", describedChild("provider.config"));
+    super(db, "provider_configs", "provider.config", describedChild("provider.config"), "provider_config_id");
   }
 
   async schema(deployment: DeploymentRef): Promise<ConfigSchema> {

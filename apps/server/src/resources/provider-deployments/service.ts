@@ -7,6 +7,7 @@ import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
 import { iso } from "../../lib/time.ts";
+import { assertNotUsedBySessions } from "../sessions/usage.ts";
 
 type Deployment = components["schemas"]["ProviderDeployment"];
 type DeploymentCreate = components["schemas"]["ProviderDeploymentCreate"];
@@ -142,11 +143,15 @@ export class ProviderDeploymentService {
   /**
    * Deletes the deployment and, through ON DELETE CASCADE, everything under it (configs, vaults and — as they
    * land — auth credentials, auth configs, setups, token imports), in one transaction. Refused while another
-   * deployment uses one of its configs as its default config.
+   * deployment uses one of its configs as its default config, while a provider of an active session reaches
+   * it, or while a session template names it. The row is locked first: adding it to a session or template
+   * locks it FOR SHARE, so neither can slip in between the check and the delete.
    */
   async delete(instanceId: string, id: string): Promise<Deployment> {
     const deployment = await this.get(instanceId, id);
     await this.db.transaction().execute(async (trx) => {
+      await trx.selectFrom("provider_deployments").select("id").where("id", "=", id).forUpdate().execute();
+      await assertNotUsedBySessions(trx, "provider_deployment_id", id, "deployment", DEPLOYMENT_ENTITY);
       const dependent = await trx
         .selectFrom("provider_deployments as other")
         .innerJoin("provider_configs as c", "c.id", "other.default_config_id")

@@ -1,13 +1,10 @@
 import { type ErrorBody, unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useTestServer } from "../../support/fixture.ts";
+import { expectBadBodiesRefused } from "../../support/security.ts";
 import { seedSessionTemplate } from "../../support/seed.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
 
-let t: TestServer;
-beforeAll(async () => {
-  t = await startTestServer();
-});
-afterAll(() => t.close());
+const t = useTestServer();
 
 const UNKNOWN_PORTAL = "ptl_00000000000000000000000000";
 const UNKNOWN_ACCESS = "pca_00000000000000000000000000";
@@ -187,13 +184,7 @@ describe("portal consumer access: errors", () => {
       expect(b.errors?.[0]?.path?.[0], JSON.stringify(payload)).toBe("access");
     }
 
-    const malformed = await t.fetch(url, post('{"consumer_group_id":'));
-    expect(malformed.status).toBe(400);
-    expect(await malformed.json()).toMatchObject({ code: "bad_request" });
-    const missing = await t.fetch(url, { method: "POST" });
-    expect(missing.status).toBe(400);
-    const text = await t.fetch(url, { method: "POST", headers: { "content-type": "text/plain" }, body: "x" });
-    expect(text.status).toBe(415);
+    await expectBadBodiesRefused(t, url, { consumer_group_id: "g".repeat(70 * 1024) });
 
     expect(await snapshot()).toEqual(before);
   });

@@ -1,15 +1,12 @@
 import { type components, unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useTestServer } from "../../support/fixture.ts";
 import { seedSessionTemplate } from "../../support/seed.ts";
-import { startTestServer, type Tenant, type TestServer } from "../../support/server.ts";
+import type { Tenant } from "../../support/server.ts";
 
 type AccessList = components["schemas"]["PortalConsumerAccessList"];
 
-let t: TestServer;
-beforeAll(async () => {
-  t = await startTestServer();
-});
-afterAll(() => t.close());
+const t = useTestServer();
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 

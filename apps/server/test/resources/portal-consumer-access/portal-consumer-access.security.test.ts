@@ -1,15 +1,18 @@
 import { type components, unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useTestServer } from "../../support/fixture.ts";
+import {
+  expectCrossTenantNotFound,
+  expectNotFound,
+  expectUnauthorizedEverywhere,
+  json,
+} from "../../support/security.ts";
 import { seedSessionTemplate } from "../../support/seed.ts";
-import { startTestServer, type Tenant, type TestServer } from "../../support/server.ts";
+import type { Tenant } from "../../support/server.ts";
 
 type AccessList = components["schemas"]["PortalConsumerAccessList"];
 
-let t: TestServer;
-beforeAll(async () => {
-  t = await startTestServer();
-});
-afterAll(() => t.close());
+const t = useTestServer();
 
 const grantBody = (groupId: string, templateId: string) => ({
   consumer_group_id: groupId,
@@ -43,62 +46,44 @@ async function snapshot() {
 describe("portal consumer access: security", () => {
   it("refuses every operation without a valid key with 401, and writes nothing", async () => {
     const { portal, templateId, access } = await tenantWithAccess("guarded", t.tenant);
-    const before = await snapshot();
     const base = `/portals/${portal.id}/consumer-access`;
-    const operations: [string, RequestInit][] = [
-      [base, { method: "GET" }],
+    await expectUnauthorizedEverywhere(
+      t,
       [
-        base,
-        {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(grantBody("intruders", templateId)),
-        },
+        [base, { method: "GET" }],
+        [base, json("POST", grantBody("intruders", templateId))],
+        [`${base}/${access.id}`, { method: "GET" }],
+        [`${base}/${access.id}`, { method: "DELETE" }],
       ],
-      [`${base}/${access.id}`, { method: "GET" }],
-      [`${base}/${access.id}`, { method: "DELETE" }],
-    ];
-    for (const [path, init] of operations) {
-      for (const authorization of [undefined, "Bearer nope", `Bearer ${t.tenant.apiKey}x`, "Basic abc"]) {
-        const headers = new Headers(init.headers);
-        if (authorization) headers.set("authorization", authorization);
-        const res = await t.fetch(path, { ...init, headers, auth: false });
-        const label = `${init.method} ${path} ${authorization ?? "(none)"}`;
-        expect(res.status, label).toBe(401);
-        expect(await res.json(), label).toMatchObject({ code: "unauthorized", status: 401 });
-      }
-    }
-    expect(await snapshot()).toEqual(before);
+      snapshot,
+    );
   });
 
   it("treats another instance's portal as unknown on every operation, and leaves its access alone", async () => {
     const them = await tenantWithAccess("them");
     const myTemplate = await seedSessionTemplate(t.db, t.tenant.instanceId, "My template");
-    const before = await snapshot();
     const path = { portal_id: them.portal.id };
     const itemPath = { ...path, consumer_access_id: them.access.id };
 
-    const list = await t.client.GET("/portals/{portal_id}/consumer-access", { params: { path } });
-    const createWithMine = await t.client.POST("/portals/{portal_id}/consumer-access", {
-      params: { path },
-      body: grantBody("mine", myTemplate),
-    });
-    const createWithTheirs = await t.client.POST("/portals/{portal_id}/consumer-access", {
-      params: { path },
-      body: grantBody("mine", them.templateId),
-    });
-    const get = await t.client.GET("/portals/{portal_id}/consumer-access/{consumer_access_id}", {
-      params: { path: itemPath },
-    });
-    const del = await t.client.DELETE("/portals/{portal_id}/consumer-access/{consumer_access_id}", {
-      params: { path: itemPath },
-    });
-    for (const r of [list, createWithMine, createWithTheirs, get, del]) {
-      expect(r.response.status).toBe(404);
-      expect(r.error).toMatchObject({ code: "not_found", entity: "portal" });
-      expect(JSON.stringify(r.error)).not.toContain("them-group");
-    }
-    expect(await snapshot()).toEqual(before);
+    const attempts = async () => {
+      const list = await t.client.GET("/portals/{portal_id}/consumer-access", { params: { path } });
+      const createWithMine = await t.client.POST("/portals/{portal_id}/consumer-access", {
+        params: { path },
+        body: grantBody("mine", myTemplate),
+      });
+      const createWithTheirs = await t.client.POST("/portals/{portal_id}/consumer-access", {
+        params: { path },
+        body: grantBody("mine", them.templateId),
+      });
+      const get = await t.client.GET("/portals/{portal_id}/consumer-access/{consumer_access_id}", {
+        params: { path: itemPath },
+      });
+      const del = await t.client.DELETE("/portals/{portal_id}/consumer-access/{consumer_access_id}", {
+        params: { path: itemPath },
+      });
+      return [list, createWithMine, createWithTheirs, get, del];
+    };
+    await expectCrossTenantNotFound(t, { attempts, entity: "portal", hidden: ["them-group"], unchanged: snapshot });
 
     const theirs = await unwrap(
       them.owner.client.GET("/portals/{portal_id}/consumer-access/{consumer_access_id}", {
@@ -116,10 +101,7 @@ describe("portal consumer access: security", () => {
     const del = await t.client.DELETE("/portals/{portal_id}/consumer-access/{consumer_access_id}", {
       params: { path },
     });
-    for (const r of [get, del]) {
-      expect(r.response.status).toBe(404);
-      expect(r.error).toMatchObject({ code: "not_found", entity: "portal.consumer_access" });
-    }
+    await expectNotFound([get, del], "portal.consumer_access", ["their-access-group"]);
     const row = await t.db.selectFrom("portal_consumer_access").select("id").where("id", "=", them.access.id).execute();
     expect(row).toHaveLength(1);
   });
@@ -127,15 +109,17 @@ describe("portal consumer access: security", () => {
   it("refuses to grant another instance's session template on my portal, creating no group", async () => {
     const them = await tenantWithAccess("template-owner");
     const portal = await unwrap(t.client.POST("/portals", { body: { name: "Borrower" } }));
-    const before = await snapshot();
-    const res = await t.client.POST("/portals/{portal_id}/consumer-access", {
-      params: { path: { portal_id: portal.id } },
-      body: grantBody("borrowers", them.templateId),
+    await expectCrossTenantNotFound(t, {
+      attempts: async () => [
+        await t.client.POST("/portals/{portal_id}/consumer-access", {
+          params: { path: { portal_id: portal.id } },
+          body: grantBody("borrowers", them.templateId),
+        }),
+      ],
+      entity: "session.template",
+      hidden: ["template-owner template"],
+      unchanged: snapshot,
     });
-    expect(res.response.status).toBe(404);
-    expect(res.error).toMatchObject({ code: "not_found", entity: "session.template" });
-    expect(JSON.stringify(res.error)).not.toContain("template-owner template");
-    expect(await snapshot()).toEqual(before);
     const groups = await t.db
       .selectFrom("consumer_groups")
       .select("id")

@@ -1,49 +1,31 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useTestServer } from "../../support/fixture.ts";
+import {
+  crudOperations,
+  expectNotFound,
+  expectSameAsUnknown,
+  expectUnauthorizedEverywhere,
+} from "../../support/security.ts";
 import { seedSessionTemplate } from "../../support/seed.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
 
-let t: TestServer;
-beforeAll(async () => {
-  t = await startTestServer();
-});
-afterAll(() => t.close());
-
-const json = (method: string, body: unknown) => ({
-  method,
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(body),
-});
+const t = useTestServer();
 
 describe("portals: security", () => {
   it("refuses every operation without a valid key with 401, and writes nothing", async () => {
     const portal = await unwrap(t.client.POST("/portals", { body: { name: "Guarded" } }));
-    const before = await t.db.selectFrom("portals").selectAll().orderBy("id").execute();
-    const operations: [string, RequestInit][] = [
-      ["/portals", { method: "GET" }],
-      ["/portals", json("POST", { name: "Sneaky" })],
-      [`/portals/${portal.id}`, { method: "GET" }],
-      [`/portals/${portal.id}`, json("PATCH", { name: "Hijacked", status: "archived" })],
-      [`/portals/${portal.id}`, { method: "DELETE" }],
-    ];
-    const authorizations = [
-      undefined,
-      "Basic abc",
-      "Bearer",
-      "Bearer nope",
-      `Bearer tp_aaaaaaaaaaaa_${"A".repeat(43)}`,
-    ];
-    for (const [path, init] of operations) {
-      for (const authorization of authorizations) {
-        const headers = new Headers(init.headers);
-        if (authorization) headers.set("authorization", authorization);
-        const res = await t.fetch(path, { ...init, headers, auth: false });
-        const label = `${init.method} ${path} ${authorization ?? "(none)"}`;
-        expect(res.status, label).toBe(401);
-        expect(await res.json(), label).toMatchObject({ __typename: "error", code: "unauthorized", status: 401 });
-      }
-    }
-    expect(await t.db.selectFrom("portals").selectAll().orderBy("id").execute()).toEqual(before);
+    await expectUnauthorizedEverywhere(
+      t,
+      [
+        ...crudOperations(
+          "/portals",
+          `/portals/${portal.id}`,
+          { name: "Sneaky" },
+          { name: "Hijacked", status: "archived" },
+        ),
+      ],
+      () => t.db.selectFrom("portals").selectAll().orderBy("id").execute(),
+    );
   });
 
   it("authenticates before validating the body or the id", async () => {
@@ -72,18 +54,12 @@ describe("portals: security", () => {
       body: { name: "Taken over", brand_name: "Evil", status: "archived", session_expiry_time_in_seconds: 300 },
     });
     const del = await t.client.DELETE("/portals/{portal_id}", { params: { path } });
-    for (const r of [get, patch, del]) {
-      expect(r.response.status).toBe(404);
-      expect(r.error).toMatchObject({ code: "not_found", entity: "portal" });
-      expect(JSON.stringify(r.error)).not.toContain("Theirs");
-    }
+    await expectNotFound([get, patch, del], "portal", ["Theirs"]);
     // Indistinguishable from an id that does not exist at all.
     const unknown = await t.client.GET("/portals/{portal_id}", {
       params: { path: { portal_id: "ptl_00000000000000000000000000" } },
     });
-    expect(unknown.error?.message.replace("ptl_00000000000000000000000000", "ID")).toBe(
-      get.error?.message.replace(theirs.id, "ID"),
-    );
+    expectSameAsUnknown(get, theirs.id, unknown, "ptl_00000000000000000000000000");
 
     const myList = await unwrap(t.client.GET("/portals", { params: { query: { limit: 100 } } }));
     expect(myList.items.map((p) => p.id)).toContain(mine.id);

@@ -1,34 +1,24 @@
 import type { ErrorBody } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../../../src/lib/ids.ts";
+import { catalogEverything, catalogGithub, createAuthConfig, createCredentials } from "../../support/auth-fixtures.ts";
+import { deploy, underDeployment } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
+import { json } from "../../support/security.ts";
 import { seedCatalogProvider } from "../../support/seed.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
-import {
-  catalogEverything,
-  catalogGithub,
-  createAuthConfig,
-  createCredentials,
-  deploy,
-  type Github,
-  json,
-} from "./auth-fixtures.ts";
 
-let t: TestServer;
-let github: Github;
+const t = useTestServer();
+const github = fixture(() => catalogGithub(t.db));
 let deploymentId: string;
 let credentialsId: string;
 beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogGithub(t.db);
   deploymentId = (await deploy(t.client, github.providerId)).id;
   credentialsId = (await createCredentials(t.client, deploymentId)).id;
 });
-afterAll(() => t.close());
 
 const UNKNOWN_DEPLOYMENT = "pde_00000000000000000000000000";
 const UNKNOWN_CONFIG = "pac_00000000000000000000000000";
-const collection = (dep: string) => `/provider-deployments/${dep}/auth-configs`;
-const item = (dep: string, id: string) => `${collection(dep)}/${id}`;
+const { collection, item } = underDeployment("auth-configs");
 const snapshot = () => t.db.selectFrom("provider_auth_configs").selectAll().orderBy("id").execute();
 
 const body = (overrides: Record<string, unknown> = {}) => ({

@@ -1,26 +1,20 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../../support/server.ts";
+import { describe, expect, it } from "vitest";
 import {
   catalogGithub,
   createAuthConfig,
   createCredentials,
-  deploy,
   exportFrom,
-  type Github,
   getAuthConfig,
   ISO,
   importInto,
   tokenSet,
-} from "./auth-fixtures.ts";
+} from "../../support/auth-fixtures.ts";
+import { deploy } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
 
-let t: TestServer;
-let github: Github;
-beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogGithub(t.db);
-});
-afterAll(() => t.close());
+const t = useTestServer();
+const github = fixture(() => catalogGithub(t.db));
 
 const route = "/provider-deployments/{provider_deployment_id}/auth-configs/{provider_auth_config_id}" as const;
 const params = (deploymentId: string, id: string) => ({

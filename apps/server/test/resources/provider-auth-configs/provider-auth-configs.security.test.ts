@@ -1,69 +1,50 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../../support/server.ts";
+import { describe, expect, it } from "vitest";
 import {
   catalogGithub,
   createAuthConfig,
   createCredentials,
-  deploy,
-  type Github,
   importInto,
-  json,
   secret,
   tokenSet,
-} from "./auth-fixtures.ts";
+} from "../../support/auth-fixtures.ts";
+import { deploy, underDeployment } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
+import {
+  crudOperations,
+  expectCrossTenantNotFound,
+  expectUnauthorizedEverywhere,
+  itemOperations,
+  json,
+  snapshotTables,
+} from "../../support/security.ts";
 
-let t: TestServer;
-let github: Github;
-beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogGithub(t.db);
-});
-afterAll(() => t.close());
+const t = useTestServer();
+const github = fixture(() => catalogGithub(t.db));
 
-const collection = (dep: string) => `/provider-deployments/${dep}/auth-configs`;
-const item = (dep: string, id: string) => `${collection(dep)}/${id}`;
-const snapshot = () => t.db.selectFrom("provider_auth_configs").selectAll().orderBy("id").execute();
+const { collection, item } = underDeployment("auth-configs");
+const snapshot = () => snapshotTables(t.db, ["provider_auth_configs", "provider_auth_imports"]);
 
 describe("provider auth configs: security", () => {
   it("refuses every operation without a valid key with 401, before reading the body, and writes nothing", async () => {
     const deployment = await deploy(t.client, github.providerId);
     const credentials = await createCredentials(t.client, deployment.id);
     const config = await createAuthConfig(t.client, deployment.id, github.oauthMethodId, credentials.id);
-    const before = await snapshot();
     const create = {
       name: "Sneaky",
       provider_auth_method_id: github.oauthMethodId,
       credentials: { type: "reference", provider_auth_credentials_id: credentials.id },
     };
-    const operations: [string, RequestInit][] = [
-      [collection(deployment.id), { method: "GET" }],
-      [`${collection(deployment.id)}?provider_auth_method_id=${github.oauthMethodId}`, { method: "GET" }],
-      [collection(deployment.id), json("POST", create)],
-      [collection(deployment.id), json("POST", "{not json")],
-      [item(deployment.id, config.id), { method: "GET" }],
-      [item(deployment.id, config.id), json("PATCH", { name: "Hijacked" })],
-      [item(deployment.id, config.id), { method: "DELETE" }],
-      [item("pde_00000000000000000000000000", "pac_00000000000000000000000000"), { method: "GET" }],
-    ];
-    const authorizations = [
-      undefined,
-      "Basic abc",
-      "Bearer",
-      "Bearer nope",
-      `Bearer tp_aaaaaaaaaaaa_${"A".repeat(43)}`,
-    ];
-    for (const [p, init] of operations) {
-      for (const authorization of authorizations) {
-        const headers = new Headers(init.headers);
-        if (authorization) headers.set("authorization", authorization);
-        const res = await t.fetch(p, { ...init, headers, auth: false });
-        const label = `${init.method} ${p} ${authorization ?? "(none)"}`;
-        expect(res.status, label).toBe(401);
-        expect(await res.json(), label).toMatchObject({ __typename: "error", code: "unauthorized", status: 401 });
-      }
-    }
-    expect(await snapshot()).toEqual(before);
+    await expectUnauthorizedEverywhere(
+      t,
+      [
+        ...crudOperations(collection(deployment.id), item(deployment.id, config.id), create, { name: "Hijacked" }),
+        [`${collection(deployment.id)}?provider_auth_method_id=${github.oauthMethodId}`, { method: "GET" }],
+        [collection(deployment.id), json("POST", "{not json")],
+        [item("pde_00000000000000000000000000", "pac_00000000000000000000000000"), { method: "GET" }],
+      ],
+      snapshot,
+    );
   });
 
   it("keeps tenants apart: another instance's deployment, auth configs and credentials are 404 everywhere", async () => {
@@ -83,7 +64,6 @@ describe("provider auth configs: security", () => {
     const mine = await deploy(t.client, github.providerId, "Mine");
     const myCredentials = await createCredentials(t.client, mine.id);
     const myConfig = await createAuthConfig(t.client, mine.id, github.oauthMethodId, myCredentials.id);
-    const before = await snapshot();
 
     const create = (credentialsId: string) => ({
       name: "Planted",
@@ -91,34 +71,37 @@ describe("provider auth configs: security", () => {
       credentials: { type: "reference", provider_auth_credentials_id: credentialsId },
     });
     // Their deployment in every path.
-    const underTheirs: [string, RequestInit][] = [
-      [collection(theirDeployment.id), { method: "GET" }],
-      [`${collection(theirDeployment.id)}?provider_auth_credentials_id=${theirCredentials.id}`, { method: "GET" }],
-      [collection(theirDeployment.id), json("POST", create(theirCredentials.id))],
-      [collection(theirDeployment.id), json("POST", create(myCredentials.id))],
-      [item(theirDeployment.id, theirs.id), { method: "GET" }],
-      [item(theirDeployment.id, theirs.id), json("PATCH", { name: "Taken over", metadata: { owned: true } })],
-      [item(theirDeployment.id, theirs.id), { method: "DELETE" }],
-    ];
-    for (const [p, init] of underTheirs) {
-      const res = await t.fetch(p, init);
-      expect(res.status, `${init.method} ${p}`).toBe(404);
-      const text = await res.text();
-      expect(JSON.parse(text)).toMatchObject({ code: "not_found", entity: "provider.deployment" });
-      expect(text).not.toContain("Their");
-    }
+    await expectCrossTenantNotFound(t, {
+      entity: "provider.deployment",
+      hidden: ["Their"],
+      unchanged: snapshot,
+      attempts: [
+        ...crudOperations(
+          collection(theirDeployment.id),
+          item(theirDeployment.id, theirs.id),
+          create(theirCredentials.id),
+          {
+            name: "Taken over",
+            metadata: { owned: true },
+          },
+        ),
+        [`${collection(theirDeployment.id)}?provider_auth_credentials_id=${theirCredentials.id}`, { method: "GET" }],
+        [collection(theirDeployment.id), json("POST", create(myCredentials.id))],
+      ],
+    });
     // Their auth config under my deployment.
-    for (const init of [{ method: "GET" }, json("PATCH", { name: "Taken over" }), { method: "DELETE" }]) {
-      const res = await t.fetch(item(mine.id, theirs.id), init);
-      expect(res.status, init.method).toBe(404);
-      const text = await res.text();
-      expect(JSON.parse(text)).toMatchObject({ code: "not_found", entity: "provider.auth_config" });
-      expect(text).not.toContain("Their");
-    }
+    await expectCrossTenantNotFound(t, {
+      entity: "provider.auth_config",
+      hidden: ["Their"],
+      unchanged: snapshot,
+      attempts: itemOperations(item(mine.id, theirs.id), { name: "Taken over" }),
+    });
     // Their credentials named in my create.
-    const borrowed = await t.fetch(collection(mine.id), json("POST", create(theirCredentials.id)));
-    expect(borrowed.status).toBe(404);
-    expect(await borrowed.json()).toMatchObject({ code: "not_found", entity: "provider.auth_credentials" });
+    await expectCrossTenantNotFound(t, {
+      entity: "provider.auth_credentials",
+      unchanged: snapshot,
+      attempts: [[collection(mine.id), json("POST", create(theirCredentials.id))]],
+    });
 
     // My lists never show theirs, whatever the filter.
     const list = async (query: string) => {
@@ -132,7 +115,6 @@ describe("provider auth configs: security", () => {
     expect(await list(`after=${theirs.id}&order=desc`)).not.toContain(theirs.id);
 
     // Theirs is untouched and still theirs.
-    expect(await snapshot()).toEqual(before);
     expect(
       await unwrap(
         other.client.GET("/provider-deployments/{provider_deployment_id}/auth-configs/{provider_auth_config_id}", {

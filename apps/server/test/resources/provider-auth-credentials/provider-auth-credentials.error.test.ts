@@ -1,30 +1,21 @@
 import { type ErrorBody, unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../../support/server.ts";
-import {
-  catalogGithub,
-  countRows,
-  createCredentials,
-  deploy,
-  type Github,
-  json,
-  secret,
-} from "../provider-auth-configs/auth-fixtures.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { catalogGithub, createCredentials, secret } from "../../support/auth-fixtures.ts";
+import { countRows } from "../../support/catalog-fixtures.ts";
+import { deploy, underDeployment } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
+import { expectBadBodiesRefused, json } from "../../support/security.ts";
 
-let t: TestServer;
-let github: Github;
+const t = useTestServer();
+const github = fixture(() => catalogGithub(t.db));
 let deploymentId: string;
 beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogGithub(t.db);
   deploymentId = (await deploy(t.client, github.providerId)).id;
 });
-afterAll(() => t.close());
 
 const UNKNOWN_DEPLOYMENT = "pde_00000000000000000000000000";
 const UNKNOWN_CREDENTIALS = "par_00000000000000000000000000";
-const collection = (dep: string) => `/provider-deployments/${dep}/auth-credentials`;
-const item = (dep: string, id: string) => `${collection(dep)}/${id}`;
+const { collection, item } = underDeployment("auth-credentials");
 
 const snapshot = () => t.db.selectFrom("provider_auth_credentials").selectAll().orderBy("id").execute();
 
@@ -122,24 +113,10 @@ describe("provider auth credentials: invalid bodies", () => {
 
   it("answers malformed JSON, a wrong content type and oversized bodies without writing", async () => {
     const before = await countRows(t.db, "provider_auth_credentials");
-    const bad = await t.fetch(collection(deploymentId), json("POST", '{"name":'));
-    expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ code: "bad_request" });
-    const text = await t.fetch(collection(deploymentId), {
-      method: "POST",
-      headers: { "content-type": "text/plain" },
-      body: "name=x",
+    await expectBadBodiesRefused(t, collection(deploymentId), {
+      name: "x",
+      config: { type: "oauth", clientId: "c", clientSecret: "s".repeat(70 * 1024) },
     });
-    expect(text.status).toBe(415);
-    expect(await text.json()).toMatchObject({ code: "unsupported_media_type" });
-    const huge = await t.fetch(
-      collection(deploymentId),
-      json("POST", { name: "x", config: { type: "oauth", clientId: "c", clientSecret: "s".repeat(70 * 1024) } }),
-    );
-    expect(huge.status).toBe(413);
-    expect(await huge.json()).toMatchObject({ code: "payload_too_large" });
-    const empty = await t.fetch(collection(deploymentId), { method: "POST" });
-    expect(empty.status).toBe(400);
     expect(await countRows(t.db, "provider_auth_credentials")).toBe(before);
   });
 

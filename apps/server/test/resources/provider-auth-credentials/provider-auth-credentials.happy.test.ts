@@ -1,28 +1,23 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { clientSecretAad } from "../../../src/resources/provider-auth-credentials/service.ts";
 import { SecretBox } from "../../../src/secrets/secret-box.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
 import {
   catalogGithub,
   createAuthConfig,
   createCredentials,
-  deploy,
   exportFrom,
-  type Github,
   ISO,
   importInto,
   secret,
   tokenSet,
-} from "../provider-auth-configs/auth-fixtures.ts";
+} from "../../support/auth-fixtures.ts";
+import { deploy } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
+import type { TestServer } from "../../support/server.ts";
 
-let t: TestServer;
-let github: Github;
-beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogGithub(t.db);
-});
-afterAll(() => t.close());
+const t = useTestServer();
+const github = fixture(() => catalogGithub(t.db));
 
 type Client = TestServer["client"];
 

@@ -1,62 +1,39 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../../support/server.ts";
+import { describe, expect, it } from "vitest";
+import { catalogGithub, createAuthConfig, createCredentials, secret } from "../../support/auth-fixtures.ts";
+import { deploy, underDeployment } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
 import {
-  catalogGithub,
-  createAuthConfig,
-  createCredentials,
-  deploy,
-  type Github,
+  crudOperations,
+  expectCrossTenantNotFound,
+  expectSameAsUnknown,
+  expectUnauthorizedEverywhere,
+  itemOperations,
   json,
-  secret,
-} from "../provider-auth-configs/auth-fixtures.ts";
+  snapshotTables,
+} from "../../support/security.ts";
 
-let t: TestServer;
-let github: Github;
-beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogGithub(t.db);
-});
-afterAll(() => t.close());
+const t = useTestServer();
+const github = fixture(() => catalogGithub(t.db));
 
-const collection = (dep: string) => `/provider-deployments/${dep}/auth-credentials`;
-const item = (dep: string, id: string) => `${collection(dep)}/${id}`;
-const snapshot = () => t.db.selectFrom("provider_auth_credentials").selectAll().orderBy("id").execute();
+const { collection, item } = underDeployment("auth-credentials");
+const snapshot = () => snapshotTables(t.db, ["provider_auth_credentials", "provider_auth_configs"]);
 
 describe("provider auth credentials: security", () => {
   it("refuses every operation without a valid key with 401, before reading the body, and writes nothing", async () => {
     const deployment = await deploy(t.client, github.providerId);
     const credentials = await createCredentials(t.client, deployment.id);
-    const before = await snapshot();
     const body = { name: "Sneaky", config: { type: "oauth", clientId: "c", clientSecret: "s" } };
-    const operations: [string, RequestInit][] = [
-      [collection(deployment.id), { method: "GET" }],
-      [collection(deployment.id), json("POST", body)],
-      [collection(deployment.id), json("POST", "{not json")],
-      [item(deployment.id, credentials.id), { method: "GET" }],
-      [item(deployment.id, credentials.id), json("PATCH", { name: "Hijacked" })],
-      [item(deployment.id, credentials.id), { method: "DELETE" }],
-      [collection("pde_00000000000000000000000000"), { method: "GET" }],
-      [item(deployment.id, "par_00000000000000000000000000"), { method: "GET" }],
-    ];
-    const authorizations = [
-      undefined,
-      "Basic abc",
-      "Bearer",
-      "Bearer nope",
-      `Bearer tp_aaaaaaaaaaaa_${"A".repeat(43)}`,
-    ];
-    for (const [p, init] of operations) {
-      for (const authorization of authorizations) {
-        const headers = new Headers(init.headers);
-        if (authorization) headers.set("authorization", authorization);
-        const res = await t.fetch(p, { ...init, headers, auth: false });
-        const label = `${init.method} ${p} ${authorization ?? "(none)"}`;
-        expect(res.status, label).toBe(401);
-        expect(await res.json(), label).toMatchObject({ __typename: "error", code: "unauthorized", status: 401 });
-      }
-    }
-    expect(await snapshot()).toEqual(before);
+    await expectUnauthorizedEverywhere(
+      t,
+      [
+        ...crudOperations(collection(deployment.id), item(deployment.id, credentials.id), body, { name: "Hijacked" }),
+        [collection(deployment.id), json("POST", "{not json")],
+        [collection("pde_00000000000000000000000000"), { method: "GET" }],
+        [item(deployment.id, "par_00000000000000000000000000"), { method: "GET" }],
+      ],
+      snapshot,
+    );
   });
 
   it("keeps tenants apart: another instance's deployment and credentials are 404 everywhere, and never listed", async () => {
@@ -70,34 +47,30 @@ describe("provider auth credentials: security", () => {
     });
     const mine = await deploy(t.client, github.providerId, "Mine");
     const myCredentials = await createCredentials(t.client, mine.id, { name: "My OAuth app" });
-    const before = await snapshot();
+    const hidden = ["Their", "their-client-id", theirSecret];
     const body = { name: "Planted", config: { type: "oauth", clientId: "planted", clientSecret: "s" } };
 
     // Their deployment, named in every path.
-    const underTheirs: [string, RequestInit][] = [
-      [collection(theirDeployment.id), { method: "GET" }],
-      [`${collection(theirDeployment.id)}?id=${theirs.id}`, { method: "GET" }],
-      [collection(theirDeployment.id), json("POST", body)],
-      [item(theirDeployment.id, theirs.id), { method: "GET" }],
-      [item(theirDeployment.id, theirs.id), json("PATCH", { name: "Taken over", metadata: null })],
-      [item(theirDeployment.id, theirs.id), { method: "DELETE" }],
-    ];
-    for (const [p, init] of underTheirs) {
-      const res = await t.fetch(p, init);
-      expect(res.status, `${init.method} ${p}`).toBe(404);
-      const text = await res.text();
-      expect(JSON.parse(text)).toMatchObject({ code: "not_found", entity: "provider.deployment" });
-      for (const leak of ["Their", "their-client-id", theirSecret]) expect(text).not.toContain(leak);
-    }
+    await expectCrossTenantNotFound(t, {
+      entity: "provider.deployment",
+      hidden,
+      unchanged: snapshot,
+      attempts: [
+        ...crudOperations(collection(theirDeployment.id), item(theirDeployment.id, theirs.id), body, {
+          name: "Taken over",
+          metadata: null,
+        }),
+        [`${collection(theirDeployment.id)}?id=${theirs.id}`, { method: "GET" }],
+      ],
+    });
 
     // Their credentials, named under my own deployment.
-    for (const init of [{ method: "GET" }, json("PATCH", { name: "Taken over" }), { method: "DELETE" }]) {
-      const res = await t.fetch(item(mine.id, theirs.id), init);
-      expect(res.status, init.method).toBe(404);
-      const text = await res.text();
-      expect(JSON.parse(text)).toMatchObject({ code: "not_found", entity: "provider.auth_credentials" });
-      for (const leak of ["Their", "their-client-id", theirSecret]) expect(text).not.toContain(leak);
-    }
+    await expectCrossTenantNotFound(t, {
+      entity: "provider.auth_credentials",
+      hidden,
+      unchanged: snapshot,
+      attempts: itemOperations(item(mine.id, theirs.id), { name: "Taken over" }),
+    });
     // Indistinguishable from credentials that do not exist at all.
     const unknown = await t.client.GET(
       "/provider-deployments/{provider_deployment_id}/auth-credentials/{provider_auth_credentials_id}",
@@ -111,9 +84,7 @@ describe("provider auth credentials: security", () => {
       "/provider-deployments/{provider_deployment_id}/auth-credentials/{provider_auth_credentials_id}",
       { params: { path: { provider_deployment_id: mine.id, provider_auth_credentials_id: theirs.id } } },
     );
-    expect(unknown.error?.message.replace("par_00000000000000000000000000", "ID")).toBe(
-      theirsGet.error?.message.replace(theirs.id, "ID"),
-    );
+    expectSameAsUnknown(theirsGet, theirs.id, unknown, "par_00000000000000000000000000");
 
     // My list never shows them, even filtered by their id or bounded by it.
     const list = async (query: string) => {
@@ -127,19 +98,22 @@ describe("provider auth credentials: security", () => {
     expect(await list(`before=${theirs.id}`)).not.toContain(theirs.id);
 
     // Nor can my auth config use their credentials.
-    const config = await t.client.POST("/provider-deployments/{provider_deployment_id}/auth-configs", {
-      params: { path: { provider_deployment_id: mine.id } },
-      body: {
-        name: "Borrowing",
-        provider_auth_method_id: github.oauthMethodId,
-        credentials: { type: "reference", provider_auth_credentials_id: theirs.id },
-      },
+    await expectCrossTenantNotFound(t, {
+      entity: "provider.auth_credentials",
+      unchanged: snapshot,
+      attempts: async () => [
+        await t.client.POST("/provider-deployments/{provider_deployment_id}/auth-configs", {
+          params: { path: { provider_deployment_id: mine.id } },
+          body: {
+            name: "Borrowing",
+            provider_auth_method_id: github.oauthMethodId,
+            credentials: { type: "reference", provider_auth_credentials_id: theirs.id },
+          },
+        }),
+      ],
     });
-    expect(config.response.status).toBe(404);
-    expect(config.error).toMatchObject({ code: "not_found", entity: "provider.auth_credentials" });
 
     // Their credentials are untouched and still theirs.
-    expect(await snapshot()).toEqual(before);
     expect(
       await unwrap(
         other.client.GET(

@@ -1,39 +1,27 @@
 import type { ErrorBody } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { newId } from "../../../src/lib/ids.ts";
-import { seedCatalogProvider } from "../../support/seed.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
 import {
   catalogGithub,
   cfg,
   createAuthConfig,
-  createCredentials,
-  deploy,
-  type Github,
   getAuthConfig,
   importInto,
-  json,
+  pendingAuthConfig,
   secret,
   tokenSet,
-} from "../provider-auth-configs/auth-fixtures.ts";
+} from "../../support/auth-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
+import { json } from "../../support/security.ts";
+import { seedCatalogProvider } from "../../support/seed.ts";
 
-let t: TestServer;
-let github: Github;
-beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogGithub(t.db);
-});
-afterAll(() => t.close());
+const t = useTestServer();
+const github = fixture(() => catalogGithub(t.db));
 
 const UNKNOWN_CONFIG = "pac_00000000000000000000000000";
 const UNKNOWN_IMPORT = "paci_00000000000000000000000000";
 
-async function pendingConfig() {
-  const deployment = await deploy(t.client, github.providerId);
-  const credentials = await createCredentials(t.client, deployment.id);
-  const config = await createAuthConfig(t.client, deployment.id, github.oauthMethodId, credentials.id);
-  return { deployment, credentials, config };
-}
+const pendingConfig = () => pendingAuthConfig(t.client, github);
 
 /** What an import could change: the auth config's row and the import records. */
 async function state(configId: string) {

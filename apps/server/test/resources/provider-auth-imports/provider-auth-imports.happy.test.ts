@@ -1,44 +1,30 @@
 import { unwrap } from "@toolplane/client";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { credentialAad } from "../../../src/resources/provider-auth-configs/credential-data.ts";
-import { SecretBox } from "../../../src/secrets/secret-box.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
 import {
   catalogGithub,
   cfg,
   createAuthConfig,
   createCredentials,
-  deploy,
   exportFrom,
-  type Github,
   getAuthConfig,
   ISO,
   importInto,
+  pendingAuthConfig,
   secret,
   tokenSet,
-} from "../provider-auth-configs/auth-fixtures.ts";
+} from "../../support/auth-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
 
-let t: TestServer;
-let github: Github;
-let box: SecretBox;
-beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogGithub(t.db);
-  box = new SecretBox([t.secretKey]);
-});
-afterAll(() => t.close());
+const t = useTestServer();
+const github = fixture(() => catalogGithub(t.db));
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 
 /** A deployment of github with OAuth credentials and a pending OAuth auth config. */
-async function pendingConfig(client = t.client) {
-  const deployment = await deploy(client, github.providerId);
-  const credentials = await createCredentials(client, deployment.id);
-  const config = await createAuthConfig(client, deployment.id, github.oauthMethodId, credentials.id);
-  return { deployment, credentials, config };
-}
+const pendingConfig = (client = t.client) => pendingAuthConfig(client, github);
 
 async function schemaFor(deploymentId: string, configId: string, methodId?: string) {
   return unwrap(
@@ -64,7 +50,7 @@ async function storedCredential(configId: string) {
   return {
     ciphertext: row.credential_ciphertext,
     expiresAt: row.expires_at,
-    data: JSON.parse(box.decrypt(row.credential_ciphertext, credentialAad(configId))) as Record<string, unknown>,
+    data: JSON.parse(t.secrets.decrypt(row.credential_ciphertext, credentialAad(configId))) as Record<string, unknown>,
   };
 }
 

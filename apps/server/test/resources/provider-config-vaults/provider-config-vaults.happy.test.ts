@@ -1,42 +1,28 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { configAad, vaultAad } from "../../../src/resources/provider-configs/service.ts";
 import {
-  type CustomTestServer,
   catalogProvider,
-  type LoadedProvider,
   loadTestProvider,
   RICH_CONFIG_SCHEMA,
   richConfigData,
   startCustomServer,
 } from "../../support/catalog-fixtures.ts";
+import { createVault as createVaultAs, deploy as deployAs } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
 import { seedCatalogProvider } from "../../support/seed.ts";
 
-let t: CustomTestServer;
-let everything: LoadedProvider;
-let github: LoadedProvider;
-beforeAll(async () => {
-  t = await startCustomServer();
-  everything = await catalogProvider(t.db, "everything");
-  github = await catalogProvider(t.db, "github");
-});
-afterAll(() => t.close());
+const t = useTestServer();
+const everything = fixture(() => catalogProvider(t.db, "everything"));
+const github = fixture(() => catalogProvider(t.db, "github"));
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-async function deploy(name: string, providerId: string, extra: Record<string, unknown> = {}) {
-  return unwrap(t.client.POST("/provider-deployments", { body: { name, provider_id: providerId, ...extra } as never }));
-}
+const deploy = (name: string, providerId: string, extra: Record<string, unknown> = {}) =>
+  deployAs(t.client, providerId, name, extra);
 
-async function createVault(deploymentId: string, name: string, data: Record<string, unknown>) {
-  const res = await t.client.POST("/provider-deployments/{provider_deployment_id}/config-vaults", {
-    params: { path: { provider_deployment_id: deploymentId } },
-    body: { name, data },
-  });
-  expect(res.response.status, JSON.stringify(res.error)).toBe(201);
-  if (!res.data) throw new Error("no body");
-  return res.data;
-}
+const createVault = (deploymentId: string, name: string, data: Record<string, unknown>) =>
+  createVaultAs(t.client, deploymentId, name, data);
 
 async function storedVault(id: string) {
   const row = await t.db

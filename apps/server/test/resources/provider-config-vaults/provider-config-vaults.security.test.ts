@@ -1,105 +1,55 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { catalogProvider, type LoadedProvider } from "../../support/catalog-fixtures.ts";
-import { startTestServer, type Tenant, type TestServer } from "../../support/server.ts";
+import { describe, expect, it } from "vitest";
+import { catalogProvider } from "../../support/catalog-fixtures.ts";
+import { createVault, deploy } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
+import {
+  crudOperations,
+  expectCrossTenantNotFound,
+  expectUnauthorizedEverywhere,
+  itemOperations,
+  json,
+  type Operation,
+  snapshotTables,
+} from "../../support/security.ts";
 
-let t: TestServer;
-let github: LoadedProvider;
-let other: Tenant;
-beforeAll(async () => {
-  t = await startTestServer();
-  github = await catalogProvider(t.db, "github");
-  other = await t.createTenant("other");
-});
-afterAll(() => t.close());
+const t = useTestServer();
+const github = fixture(() => catalogProvider(t.db, "github"));
+const other = fixture(() => t.createTenant("other"));
 
-const json = (method: string, body: unknown) => ({
-  method,
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(body),
-});
-
-async function deploy(client: Tenant["client"], name: string) {
-  return unwrap(client.POST("/provider-deployments", { body: { name, provider_id: github.providerId } }));
-}
-
-async function createVault(
-  client: Tenant["client"],
-  deploymentId: string,
-  name: string,
-  data: Record<string, unknown>,
-) {
-  return unwrap(
-    client.POST("/provider-deployments/{provider_deployment_id}/config-vaults", {
-      params: { path: { provider_deployment_id: deploymentId } },
-      body: { name, data },
-    }),
-  );
-}
-
-async function allRows() {
-  return {
-    deployments: await t.db.selectFrom("provider_deployments").selectAll().orderBy("id").execute(),
-    configs: await t.db.selectFrom("provider_configs").selectAll().orderBy("id").execute(),
-    vaults: await t.db.selectFrom("provider_config_vaults").selectAll().orderBy("id").execute(),
-  };
-}
+const allRows = () => snapshotTables(t.db, ["provider_deployments", "provider_configs", "provider_config_vaults"]);
 
 describe("provider config vaults: security", () => {
   it("refuses every vault operation without a valid key with 401, and writes nothing", async () => {
-    const d = await deploy(t.client, "Guarded");
+    const d = await deploy(t.client, github.providerId, "Guarded");
     const v = await createVault(t.client, d.id, "Guarded vault", { toolsets: "repos" });
-    const before = await allRows();
     const base = `/provider-deployments/${d.id}/config-vaults`;
-    const operations: [string, RequestInit][] = [
-      [base, { method: "GET" }],
-      [base, json("POST", { name: "Sneaky", data: { a: 1 } })],
-      [`${base}/${v.id}`, { method: "GET" }],
-      [`${base}/${v.id}`, json("PATCH", { name: "Hijacked" })],
-      [`${base}/${v.id}`, { method: "DELETE" }],
-    ];
-    for (const [path, init] of operations) {
-      for (const authorization of [undefined, "Bearer", "Bearer nope", `Bearer tp_aaaaaaaaaaaa_${"A".repeat(43)}`]) {
-        const headers = new Headers(init.headers);
-        if (authorization) headers.set("authorization", authorization);
-        const res = await t.fetch(path, { ...init, headers, auth: false });
-        const label = `${init.method} ${path} ${authorization ?? "(none)"}`;
-        expect(res.status, label).toBe(401);
-        expect(await res.json(), label).toMatchObject({ code: "unauthorized", status: 401 });
-      }
-    }
-    expect(await allRows()).toEqual(before);
+    const operations = crudOperations(
+      base,
+      `${base}/${v.id}`,
+      { name: "Sneaky", data: { a: 1 } },
+      { name: "Hijacked" },
+    );
+    await expectUnauthorizedEverywhere(t, operations, allRows);
   });
 
   it("answers 404 on every vault path under another instance's deployment", async () => {
-    const theirs = await deploy(other.client, "Theirs");
+    const theirs = await deploy(other.client, github.providerId, "Theirs");
     const theirVault = await createVault(other.client, theirs.id, "Their vault", { toolsets: "their-secret" });
-    const before = await allRows();
-    const dep = { provider_deployment_id: theirs.id };
-    const item = { ...dep, provider_config_vault_id: theirVault.id };
-    const results = [
-      await t.client.GET("/provider-deployments/{provider_deployment_id}/config-vaults", { params: { path: dep } }),
-      await t.client.POST("/provider-deployments/{provider_deployment_id}/config-vaults", {
-        params: { path: dep },
-        body: { name: "Planted", data: { toolsets: "planted" } },
-      }),
-      await t.client.GET("/provider-deployments/{provider_deployment_id}/config-vaults/{provider_config_vault_id}", {
-        params: { path: item },
-      }),
-      await t.client.PATCH("/provider-deployments/{provider_deployment_id}/config-vaults/{provider_config_vault_id}", {
-        params: { path: item },
-        body: { name: "Renamed by a stranger" },
-      }),
-      await t.client.DELETE("/provider-deployments/{provider_deployment_id}/config-vaults/{provider_config_vault_id}", {
-        params: { path: item },
-      }),
-    ];
-    for (const r of results) {
-      expect(r.response.status).toBe(404);
-      expect(r.error).toMatchObject({ code: "not_found", entity: "provider.deployment" });
-      expect(JSON.stringify(r.error)).not.toContain("their-secret");
-    }
-    expect(await allRows()).toEqual(before);
+    const item = { provider_deployment_id: theirs.id, provider_config_vault_id: theirVault.id };
+    const base = `/provider-deployments/${theirs.id}/config-vaults`;
+    const attempts = crudOperations(
+      base,
+      `${base}/${theirVault.id}`,
+      { name: "Planted", data: { toolsets: "planted" } },
+      { name: "Renamed by a stranger" },
+    );
+    await expectCrossTenantNotFound(t, {
+      attempts,
+      entity: "provider.deployment",
+      hidden: ["their-secret"],
+      unchanged: allRows,
+    });
     expect(
       await unwrap(
         other.client.GET("/provider-deployments/{provider_deployment_id}/config-vaults/{provider_config_vault_id}", {
@@ -110,32 +60,20 @@ describe("provider config vaults: security", () => {
   });
 
   it("answers 404 for another instance's vault id under my own deployment, and for making a config from it", async () => {
-    const mine = await deploy(t.client, "Mine");
-    const theirs = await deploy(other.client, "Theirs");
+    const mine = await deploy(t.client, github.providerId, "Mine");
+    const theirs = await deploy(other.client, github.providerId, "Theirs");
     const theirVault = await createVault(other.client, theirs.id, "Their vault", { toolsets: "repos" });
-    const before = await allRows();
-    const path = { provider_deployment_id: mine.id, provider_config_vault_id: theirVault.id };
-    const results = [
-      await t.client.GET("/provider-deployments/{provider_deployment_id}/config-vaults/{provider_config_vault_id}", {
-        params: { path },
+    const attempts: Operation[] = [
+      ...itemOperations(`/provider-deployments/${mine.id}/config-vaults/${theirVault.id}`, {
+        name: "Taken",
+        metadata: null,
       }),
-      await t.client.PATCH("/provider-deployments/{provider_deployment_id}/config-vaults/{provider_config_vault_id}", {
-        params: { path },
-        body: { name: "Taken", metadata: null },
-      }),
-      await t.client.DELETE("/provider-deployments/{provider_deployment_id}/config-vaults/{provider_config_vault_id}", {
-        params: { path },
-      }),
-      await t.client.POST("/provider-deployments/{provider_deployment_id}/configs", {
-        params: { path: { provider_deployment_id: mine.id } },
-        body: { name: "Copied", config: { type: "vault", provider_config_vault_id: theirVault.id } },
-      }),
+      [
+        `/provider-deployments/${mine.id}/configs`,
+        json("POST", { name: "Copied", config: { type: "vault", provider_config_vault_id: theirVault.id } }),
+      ],
     ];
-    for (const r of results) {
-      expect(r.response.status).toBe(404);
-      expect(r.error).toMatchObject({ code: "not_found", entity: "provider.config_vault" });
-    }
-    expect(await allRows()).toEqual(before);
+    await expectCrossTenantNotFound(t, { attempts, entity: "provider.config_vault", unchanged: allRows });
     const mineList = await unwrap(
       t.client.GET("/provider-deployments/{provider_deployment_id}/config-vaults", {
         params: { path: { provider_deployment_id: mine.id }, query: { limit: 100 } },
@@ -145,10 +83,10 @@ describe("provider config vaults: security", () => {
   });
 
   it("keeps a vault's data to the instance that stored it", async () => {
-    const mine = await deploy(t.client, "Mine");
+    const mine = await deploy(t.client, github.providerId, "Mine");
     const vault = await createVault(t.client, mine.id, "Mine", { toolsets: "mine" });
     // The other tenant's own deployment of the same provider cannot read it through a config.
-    const theirs = await deploy(other.client, "Theirs");
+    const theirs = await deploy(other.client, github.providerId, "Theirs");
     const res = await other.client.POST("/provider-deployments/{provider_deployment_id}/configs", {
       params: { path: { provider_deployment_id: theirs.id } },
       body: { name: "Exfiltrate", config: { type: "vault", provider_config_vault_id: vault.id } },

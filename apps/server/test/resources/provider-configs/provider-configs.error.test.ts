@@ -10,54 +10,37 @@ import {
   setVersionStatus,
   startCustomServer,
 } from "../../support/catalog-fixtures.ts";
+import { createVault as createVaultAs, deploy as deployAs } from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
+import { json } from "../../support/security.ts";
 import { seedCatalogProvider } from "../../support/seed.ts";
 import type { TestServer } from "../../support/server.ts";
 
-let t: CustomTestServer;
-let everything: LoadedProvider;
-let github: LoadedProvider;
-let rich: LoadedProvider;
-beforeAll(async () => {
-  t = await startCustomServer();
-  everything = await catalogProvider(t.db, "everything");
-  github = await catalogProvider(t.db, "github");
-  rich = await loadTestProvider(t.db, "rich-errors", {
+const t = useTestServer();
+const everything = fixture(() => catalogProvider(t.db, "everything"));
+const github = fixture(() => catalogProvider(t.db, "github"));
+const rich = fixture(() =>
+  loadTestProvider(t.db, "rich-errors", {
     versions: [{ version: "1.0.0", config_schema: RICH_CONFIG_SCHEMA }],
-  });
-});
-afterAll(() => t.close());
+  }),
+);
 
 const UNKNOWN_DEPLOYMENT = "pde_00000000000000000000000000";
 const UNKNOWN_CONFIG = "pcf_00000000000000000000000000";
 const UNKNOWN_VAULT = "pcvt_00000000000000000000000000";
 
-const send = (method: string, body: unknown) => ({
-  method,
-  headers: { "content-type": "application/json" },
-  body: typeof body === "string" ? body : JSON.stringify(body),
-});
-
 async function configRows(server: TestServer = t) {
   return server.db.selectFrom("provider_configs").selectAll().orderBy("id").execute();
 }
 
-async function deploy(name: string, providerId: string, extra: Record<string, unknown> = {}, server: TestServer = t) {
-  return unwrap(
-    server.client.POST("/provider-deployments", { body: { name, provider_id: providerId, ...extra } as never }),
-  );
-}
+const deploy = (name: string, providerId: string, extra: Record<string, unknown> = {}, server: TestServer = t) =>
+  deployAs(server.client, providerId, name, extra);
 
-async function createVault(deploymentId: string, name: string, data: Record<string, unknown>) {
-  return unwrap(
-    t.client.POST("/provider-deployments/{provider_deployment_id}/config-vaults", {
-      params: { path: { provider_deployment_id: deploymentId } },
-      body: { name, data },
-    }),
-  );
-}
+const createVault = (deploymentId: string, name: string, data: Record<string, unknown>) =>
+  createVaultAs(t.client, deploymentId, name, data);
 
 const postConfig = (deploymentId: string, body: unknown, server: TestServer = t) =>
-  server.fetch(`/provider-deployments/${deploymentId}/configs`, send("POST", body));
+  server.fetch(`/provider-deployments/${deploymentId}/configs`, json("POST", body));
 
 describe("provider configs: inline data that does not match the config schema", () => {
   it("lists every violation with its path under config.data, and stores nothing", async () => {
@@ -481,7 +464,7 @@ describe("provider configs: invalid requests", () => {
       [{ provider_deployment_id: UNKNOWN_DEPLOYMENT }, ["provider_deployment_id"]],
     ];
     for (const [payload, path] of cases) {
-      const res = await t.fetch(`/provider-deployments/${d.id}/configs/${config.id}`, send("PATCH", payload));
+      const res = await t.fetch(`/provider-deployments/${d.id}/configs/${config.id}`, json("PATCH", payload));
       const label = JSON.stringify(payload);
       expect(res.status, label).toBe(400);
       const body = (await res.json()) as ErrorBody;

@@ -1,65 +1,43 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { configAad, vaultAad } from "../../../src/resources/provider-configs/service.ts";
 import {
-  type CustomTestServer,
   catalogProvider,
   EMPTY_CONFIG_SCHEMA,
-  type LoadedProvider,
   loadTestProvider,
   RICH_CONFIG_SCHEMA,
   richConfigData,
-  startCustomServer,
 } from "../../support/catalog-fixtures.ts";
+import {
+  createInlineConfig,
+  createVault as createVaultAs,
+  createVaultConfig,
+  deploy as deployAs,
+} from "../../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../../support/fixture.ts";
 
-let t: CustomTestServer;
-let everything: LoadedProvider;
-let github: LoadedProvider;
-let rich: LoadedProvider;
-beforeAll(async () => {
-  t = await startCustomServer();
-  everything = await catalogProvider(t.db, "everything");
-  github = await catalogProvider(t.db, "github");
-  rich = await loadTestProvider(t.db, "rich-configs", {
+const t = useTestServer();
+const everything = fixture(() => catalogProvider(t.db, "everything"));
+const github = fixture(() => catalogProvider(t.db, "github"));
+const rich = fixture(() =>
+  loadTestProvider(t.db, "rich-configs", {
     versions: [{ version: "1.0.0", config_schema: RICH_CONFIG_SCHEMA }],
-  });
-});
-afterAll(() => t.close());
+  }),
+);
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-async function deploy(name: string, providerId: string, extra: Record<string, unknown> = {}) {
-  return unwrap(t.client.POST("/provider-deployments", { body: { name, provider_id: providerId, ...extra } as never }));
-}
+const deploy = (name: string, providerId: string, extra: Record<string, unknown> = {}) =>
+  deployAs(t.client, providerId, name, extra);
 
-async function createInline(deploymentId: string, name: string, data: Record<string, unknown>) {
-  const res = await t.client.POST("/provider-deployments/{provider_deployment_id}/configs", {
-    params: { path: { provider_deployment_id: deploymentId } },
-    body: { name, config: { type: "inline", data } },
-  });
-  expect(res.response.status, JSON.stringify(res.error)).toBe(201);
-  if (!res.data) throw new Error("no body");
-  return res.data;
-}
+const createInline = (deploymentId: string, name: string, data: Record<string, unknown>) =>
+  createInlineConfig(t.client, deploymentId, name, data);
 
-async function createFromVault(deploymentId: string, name: string, vaultId: string) {
-  const res = await t.client.POST("/provider-deployments/{provider_deployment_id}/configs", {
-    params: { path: { provider_deployment_id: deploymentId } },
-    body: { name, config: { type: "vault", provider_config_vault_id: vaultId } },
-  });
-  expect(res.response.status, JSON.stringify(res.error)).toBe(201);
-  if (!res.data) throw new Error("no body");
-  return res.data;
-}
+const createFromVault = (deploymentId: string, name: string, vaultId: string) =>
+  createVaultConfig(t.client, deploymentId, name, vaultId);
 
-async function createVault(deploymentId: string, name: string, data: Record<string, unknown>) {
-  return unwrap(
-    t.client.POST("/provider-deployments/{provider_deployment_id}/config-vaults", {
-      params: { path: { provider_deployment_id: deploymentId } },
-      body: { name, data },
-    }),
-  );
-}
+const createVault = (deploymentId: string, name: string, data: Record<string, unknown>) =>
+  createVaultAs(t.client, deploymentId, name, data);
 
 /** The stored row of a config, with its data decrypted the way the server does. */
 async function storedConfig(id: string) {

@@ -1,13 +1,9 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useTestServer } from "../../support/fixture.ts";
 import { seedCatalogProvider } from "../../support/seed.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
 
-let t: TestServer;
-beforeAll(async () => {
-  t = await startTestServer();
-});
-afterAll(() => t.close());
+const t = useTestServer();
 
 describe("provider groups: happy paths", () => {
   it("creates, reads, updates and lists a group", async () => {

@@ -1,23 +1,29 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { revokeApiKey } from "../../../src/auth/api-keys.ts";
+import { useTestServer } from "../../support/fixture.ts";
+import { expectNotFound, expectUnauthorizedEverywhere, json } from "../../support/security.ts";
 import { seedCatalogProvider } from "../../support/seed.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
 
-let t: TestServer;
-beforeAll(async () => {
-  t = await startTestServer();
-});
-afterAll(() => t.close());
+const t = useTestServer();
 
 describe("provider groups: security", () => {
   it("refuses requests without a valid key with 401", async () => {
-    for (const authorization of [undefined, "Basic abc", "Bearer nope", `Bearer tp_aaaaaaaaaaaa_${"A".repeat(43)}`]) {
-      const headers: Record<string, string> = authorization ? { authorization } : {};
-      const res = await t.fetch("/provider-groups", { auth: false, headers });
-      expect(res.status, authorization).toBe(401);
-      expect(await res.json()).toMatchObject({ code: "unauthorized", status: 401 });
-    }
+    const group = await unwrap(t.client.POST("/provider-groups", { body: { name: "Guarded" } }));
+    const { listingId } = await seedCatalogProvider(t.db, "Guarded listing");
+    const item = `/provider-groups/${group.id}`;
+    await expectUnauthorizedEverywhere(
+      t,
+      [
+        ["/provider-groups", { method: "GET" }],
+        ["/provider-groups", json("POST", { name: "Sneaky" })],
+        [item, { method: "GET" }],
+        [item, json("PATCH", { name: "Hijacked" })],
+        [`${item}/listings`, json("POST", { provider_listing_id: listingId })],
+        [`${item}/listings/${listingId}`, { method: "DELETE" }],
+      ],
+      () => t.db.selectFrom("provider_groups").selectAll().orderBy("id").execute(),
+    );
     const wrongSecret = t.tenant.apiKey.slice(0, -4) + (t.tenant.apiKey.endsWith("AAAA") ? "BBBB" : "AAAA");
     const res = await t.fetch("/provider-groups", { auth: false, headers: { authorization: `Bearer ${wrongSecret}` } });
     expect(res.status).toBe(401);
@@ -61,10 +67,7 @@ describe("provider groups: security", () => {
     const remove = await t.client.DELETE("/provider-groups/{provider_group_id}/listings/{provider_listing_id}", {
       params: { path: { ...path, provider_listing_id: listingId } },
     });
-    for (const r of [get, patch, add, remove]) {
-      expect(r.response.status).toBe(404);
-      expect(r.error).toMatchObject({ code: "not_found", entity: "provider.group" });
-    }
+    await expectNotFound([get, patch, add, remove], "provider.group", ["Theirs"]);
     const mine = await unwrap(t.client.GET("/provider-groups", { params: { query: { limit: 100 } } }));
     expect(mine.items.map((g) => g.id)).not.toContain(theirs.id);
     expect((await unwrap(other.client.GET("/provider-groups/{provider_group_id}", { params: { path } }))).name).toBe(

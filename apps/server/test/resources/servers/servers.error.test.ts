@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useTestServer } from "../../support/fixture.ts";
 import { seedServer } from "../../support/seed.ts";
-import { startTestServer, type TestServer } from "../../support/server.ts";
 
-let t: TestServer;
-beforeAll(async () => {
-  t = await startTestServer();
-});
-afterAll(() => t.close());
+const t = useTestServer();
 
 const UNKNOWN = "srv_00000000000000000000000000";
 

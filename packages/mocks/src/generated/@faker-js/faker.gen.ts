@@ -669,6 +669,22 @@ export const fakeCustomProviderProvider = (options?: Options): CustomProviderPro
     };
 };
 
+export const fakeCustomProviderEnvironment = (options?: Options): CustomProviderEnvironment => {
+    const f = options?.faker ?? faker;
+    return {
+        object: 'custom_provider.environment',
+        id: f.string.uuid(),
+        name: f.helpers.arrayElement(['development', 'production']),
+        custom_provider_id: f.string.sample(),
+        provider_id: f.string.sample(),
+        current_provider_version_id: f.datatype.boolean() ? f.string.sample() : null,
+        current_custom_provider_version_id: f.datatype.boolean() ? f.string.sample() : null,
+        instance_id: f.string.sample(),
+        created_at: fakeTimestamp(options),
+        updated_at: fakeTimestamp(options)
+    };
+};
+
 export const fakeCustomProvider = (options?: Options): CustomProvider => {
     const f = options?.faker ?? faker;
     return {
@@ -680,6 +696,7 @@ export const fakeCustomProvider = (options?: Options): CustomProvider => {
         description: f.datatype.boolean() ? f.lorem.sentence() : null,
         metadata: fakeNullableMetadata(options),
         provider: fakeCustomProviderProvider(options),
+        environments: f.helpers.multiple(() => fakeCustomProviderEnvironment(options)),
         created_at: fakeTimestamp(options),
         updated_at: fakeTimestamp(options)
     };
@@ -779,22 +796,6 @@ export const fakeCustomProviderError = (options?: Options): CustomProviderError 
     return {
         code: f.helpers.fromRegExp('^[a-z0-9_]+$'),
         message: f.string.sample()
-    };
-};
-
-export const fakeCustomProviderEnvironment = (options?: Options): CustomProviderEnvironment => {
-    const f = options?.faker ?? faker;
-    return {
-        object: 'custom_provider.environment',
-        id: f.string.uuid(),
-        name: f.helpers.arrayElement(['development', 'production']),
-        custom_provider_id: f.string.sample(),
-        provider_id: f.string.sample(),
-        current_provider_version_id: f.datatype.boolean() ? f.string.sample() : null,
-        current_custom_provider_version_id: f.datatype.boolean() ? f.string.sample() : null,
-        instance_id: f.string.sample(),
-        created_at: fakeTimestamp(options),
-        updated_at: fakeTimestamp(options)
     };
 };
 

@@ -1,0 +1,158 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { CatalogTool } from "../db/schema.ts";
+
+/** Where a short-lived probe connects: a remote MCP endpoint or a stdio child process. */
+export type UpstreamTarget =
+  | {
+      type: "remote";
+      url: string;
+      protocol: "streamable_http" | "sse";
+      headers?: Record<string, string>;
+      query?: Record<string, string>;
+    }
+  | { type: "stdio"; command: string; args: string[]; env?: Record<string, string>; cwd?: string };
+
+/** A deployment failure with a stable code (see CustomProviderError in the spec); the message holds no secrets. */
+export class ProbeError extends Error {
+  constructor(
+    readonly code: "upstream_unreachable" | "initialize_failed" | "tools_list_failed" | "process_exited" | "timeout",
+    message: string,
+  ) {
+    super(message);
+    this.name = "ProbeError";
+  }
+}
+
+export interface ProbeOptions {
+  /** Wall-clock limit for connecting plus initialize, and again for each later request. */
+  timeoutMs: number;
+  /** Aborting closes the connection (and ends a child process). */
+  signal?: AbortSignal;
+}
+
+export interface UpstreamConnection {
+  client: Client;
+  close(): Promise<void>;
+}
+
+const STDERR_TAIL = 500;
+const DETAIL_MAX = 300;
+
+/** The endpoint as shown in messages: no query string or credentials, which may carry config secrets. */
+function describe(target: UpstreamTarget): string {
+  if (target.type === "stdio") return "the function process";
+  const url = new URL(target.url);
+  return `${url.origin}${url.pathname}`;
+}
+
+function detail(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } })?.cause;
+  const text = typeof cause?.code === "string" ? cause.code : error instanceof Error ? error.message : String(error);
+  return text.length > DETAIL_MAX ? `${text.slice(0, DETAIL_MAX)}…` : text;
+}
+
+/** Races `work` against the deadline and the abort signal; on either, `onCancel` tears the connection down. */
+async function bounded<T>(work: Promise<T>, options: ProbeOptions, what: string, onCancel: () => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const cancelled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onCancel();
+      reject(new ProbeError("timeout", `${what} did not finish within ${options.timeoutMs} ms.`));
+    }, options.timeoutMs);
+    onAbort = () => {
+      onCancel();
+      reject(new ProbeError("timeout", `${what} was cancelled.`));
+    };
+    if (options.signal?.aborted) onAbort();
+    else options.signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, cancelled]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) options.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+function transportFor(target: UpstreamTarget): { transport: Transport; stderrTail: () => string } {
+  if (target.type === "stdio") {
+    const transport = new StdioClientTransport({
+      command: target.command,
+      args: target.args,
+      // Only the SDK's short list of safe variables (PATH, HOME, …) plus the transformer's: never ours.
+      env: target.env ?? {},
+      cwd: target.cwd,
+      stderr: "pipe",
+    });
+    let tail = "";
+    transport.stderr?.on("data", (chunk: Buffer) => {
+      tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL);
+    });
+    return { transport, stderrTail: () => tail.trim() };
+  }
+  const url = new URL(target.url);
+  for (const [name, value] of Object.entries(target.query ?? {})) url.searchParams.set(name, value);
+  const requestInit = { headers: target.headers ?? {} };
+  // Both transports send requestInit's headers on every request, the SSE stream's GET included.
+  const transport =
+    target.protocol === "sse"
+      ? new SSEClientTransport(url, { requestInit })
+      : new StreamableHTTPClientTransport(url, { requestInit });
+  return { transport, stderrTail: () => "" };
+}
+
+/** Connects and runs `initialize`; failures become ProbeErrors with a code saying which step failed. */
+export async function connectUpstream(target: UpstreamTarget, options: ProbeOptions): Promise<UpstreamConnection> {
+  const { transport, stderrTail } = transportFor(target);
+  const client = new Client({ name: "toolplane-deploy-probe", version: "1.0.0" });
+  let exited = false;
+  transport.onclose = () => {
+    exited = true;
+  };
+  const close = () => client.close().catch(() => undefined);
+  try {
+    await bounded(client.connect(transport, { timeout: options.timeoutMs }), options, "initialize", () => void close());
+  } catch (error) {
+    await close();
+    if (error instanceof ProbeError) throw error;
+    const where = describe(target);
+    if (target.type === "stdio" && (exited || (error as { code?: unknown }).code === "ENOENT")) {
+      const stderr = stderrTail();
+      throw new ProbeError(
+        "process_exited",
+        `${where} exited before answering initialize${stderr ? `; its stderr ended with: ${stderr}` : "."}`,
+      );
+    }
+    if (error instanceof TypeError || (error as { cause?: unknown }).cause instanceof Error) {
+      throw new ProbeError("upstream_unreachable", `Could not connect to ${where}: ${detail(error)}.`);
+    }
+    throw new ProbeError("initialize_failed", `${where} did not answer initialize: ${detail(error)}.`);
+  }
+  return { client, close };
+}
+
+/** Connect, initialize, tools/list, close: what deploying a version checks and records. */
+export async function probe(target: UpstreamTarget, options: ProbeOptions): Promise<{ tools: CatalogTool[] }> {
+  const connection = await connectUpstream(target, options);
+  try {
+    const listed = await bounded(
+      connection.client.listTools(undefined, { timeout: options.timeoutMs }),
+      options,
+      "tools/list",
+      () => void connection.close(),
+    ).catch((error: unknown) => {
+      if (error instanceof ProbeError) throw error;
+      throw new ProbeError("tools_list_failed", `${describe(target)} did not answer tools/list: ${detail(error)}.`);
+    });
+    return {
+      tools: listed.tools.map((t) => (t.description ? { name: t.name, description: t.description } : { name: t.name })),
+    };
+  } finally {
+    await connection.close();
+  }
+}

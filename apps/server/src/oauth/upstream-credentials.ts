@@ -1,0 +1,182 @@
+import { ApiError } from "@toolplane/server-stubs";
+import type { Db } from "../db/database.ts";
+import type { CredentialData, JsonObject, Row } from "../db/schema.ts";
+import { openCredential, sealCredential } from "../resources/provider-auth-configs/credential-data.ts";
+import { clientSecretAad } from "../resources/provider-auth-credentials/service.ts";
+import type { SecretBox } from "../secrets/secret-box.ts";
+import { type Fetch, requestTokens, TokenEndpointError } from "./token-endpoint.ts";
+
+/** What a runtime needs to call an upstream MCP server on behalf of an auth config. */
+export type UpstreamCredential =
+  | { kind: "oauth"; accessToken: string; tokenType: string }
+  | { kind: "manual"; values: JsonObject };
+
+type OAuthData = Extract<CredentialData, { kind: "oauth" }>;
+type RefreshResult = { ok: UpstreamCredential } | { failed: "expired" | "refresh_failed"; reason: string };
+
+/** An access token with less than this left is refreshed before use, so it does not expire mid-call. */
+export const REFRESH_MARGIN_MS = 60_000;
+
+const ENTITY = "provider.auth_config";
+
+export interface UpstreamCredentialsDeps {
+  db: Db;
+  secrets: SecretBox;
+  fetch?: Fetch;
+  now?: () => Date;
+}
+
+/**
+ * The one way the gateway obtains an auth config's credentials before an upstream call. An OAuth access token
+ * that has expired (or is about to) is refreshed first, once: concurrent callers in this process share one
+ * refresh, and other processes wait on the row lock (`select … for update`) and then read the refreshed token.
+ * Failures fail closed: the auth config becomes `refresh_failed` (or `expired` without a refresh token) with a
+ * `status_reason`, and the caller gets a clear error without secrets.
+ */
+export class UpstreamCredentials {
+  private readonly inflight = new Map<string, Promise<UpstreamCredential>>();
+  private readonly fetch: Fetch;
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: UpstreamCredentialsDeps) {
+    this.fetch = deps.fetch ?? fetch;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async credentialFor(instanceId: string, authConfigId: string): Promise<UpstreamCredential> {
+    const row = await this.deps.db
+      .selectFrom("provider_auth_configs")
+      .selectAll()
+      .where("instance_id", "=", instanceId)
+      .where("id", "=", authConfigId)
+      .executeTakeFirst();
+    if (!row) throw ApiError.notFound(ENTITY, authConfigId);
+    const data = this.usable(row);
+    if (data.kind === "manual") return { kind: "manual", values: data.values };
+    if (!this.needsRefresh(data)) return toCredential(data);
+    const key = `${instanceId}:${authConfigId}`;
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.refresh(instanceId, authConfigId).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** The row's decrypted credential data; a config that is not `active` fails closed with its reason. */
+  private usable(row: Row<"provider_auth_configs">): CredentialData {
+    if (!row.credential_ciphertext || row.status !== "active") {
+      const why = row.status_reason ? `: ${row.status_reason}` : ".";
+      throw new ApiError("conflict", `Auth config ${row.id} is ${row.status}${why}`, { entity: ENTITY });
+    }
+    return openCredential(this.deps.secrets, row.id, row.credential_ciphertext);
+  }
+
+  private needsRefresh(data: OAuthData) {
+    return data.expires_at !== null && Date.parse(data.expires_at) - this.now().getTime() < REFRESH_MARGIN_MS;
+  }
+
+  /**
+   * Under the row lock: re-read (another process may have refreshed already), call the token endpoint, store
+   * the new tokens encrypted. Holding the lock across the HTTP call is what makes the refresh happen once.
+   */
+  private async refresh(instanceId: string, authConfigId: string): Promise<UpstreamCredential> {
+    // The failure is recorded inside the transaction and thrown after it commits (a throw would roll it back).
+    const result = await this.deps.db.transaction().execute(async (trx): Promise<RefreshResult> => {
+      const row = await trx
+        .selectFrom("provider_auth_configs")
+        .selectAll()
+        .where("instance_id", "=", instanceId)
+        .where("id", "=", authConfigId)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!row) throw ApiError.notFound(ENTITY, authConfigId);
+      const data = this.usable(row);
+      if (data.kind === "manual") return { ok: { kind: "manual", values: data.values } };
+      if (!this.needsRefresh(data)) return { ok: toCredential(data) };
+
+      const failClosed = async (status: "expired" | "refresh_failed", reason: string): Promise<RefreshResult> => {
+        await trx
+          .updateTable("provider_auth_configs")
+          .set({ status, status_reason: reason, updated_at: this.now() })
+          .where("id", "=", row.id)
+          .execute();
+        return { failed: status, reason };
+      };
+      if (!data.refresh_token) {
+        return failClosed("expired", "The access token expired and there is no refresh token to renew it.");
+      }
+      const endpoints = await this.refreshEndpoints(trx, row);
+      if (!endpoints) {
+        return failClosed(
+          "refresh_failed",
+          "The auth config has no OAuth app (auth credentials) or token endpoint to refresh with.",
+        );
+      }
+      let fresh: OAuthData;
+      try {
+        fresh = await requestTokens(
+          this.fetch,
+          endpoints.tokenEndpoint,
+          {
+            grant_type: "refresh_token",
+            refresh_token: data.refresh_token,
+            client_id: endpoints.clientId,
+            client_secret: endpoints.clientSecret,
+            ...(endpoints.resource ? { resource: endpoints.resource } : {}),
+          },
+          { now: this.now(), previousRefreshToken: data.refresh_token },
+        );
+      } catch (err) {
+        if (!(err instanceof TokenEndpointError)) throw err;
+        return failClosed("refresh_failed", err.reason);
+      }
+      await trx
+        .updateTable("provider_auth_configs")
+        .set({
+          credential_ciphertext: sealCredential(this.deps.secrets, row.id, fresh),
+          expires_at: fresh.expires_at,
+          status: "active",
+          status_reason: null,
+          updated_at: this.now(),
+        })
+        .where("id", "=", row.id)
+        .execute();
+      return { ok: toCredential(fresh) };
+    });
+    if ("ok" in result) return result.ok;
+    throw new ApiError(
+      result.failed === "expired" ? "conflict" : "bad_gateway",
+      `The access token of auth config ${authConfigId} could not be refreshed: ${result.reason}`,
+      { entity: ENTITY },
+    );
+  }
+
+  private async refreshEndpoints(trx: Db, row: Row<"provider_auth_configs">) {
+    const method = await trx
+      .selectFrom("provider_auth_methods")
+      .select("oauth")
+      .where("id", "=", row.provider_auth_method_id)
+      .executeTakeFirst();
+    const credentials = row.provider_auth_credentials_id
+      ? await trx
+          .selectFrom("provider_auth_credentials")
+          .select(["id", "client_id", "client_secret_ciphertext"])
+          .where("id", "=", row.provider_auth_credentials_id)
+          .executeTakeFirst()
+      : undefined;
+    if (!method?.oauth || !credentials) return undefined;
+    return {
+      tokenEndpoint: method.oauth.token_endpoint,
+      resource: method.oauth.resource,
+      clientId: credentials.client_id,
+      clientSecret: this.deps.secrets.decrypt(credentials.client_secret_ciphertext, clientSecretAad(credentials.id)),
+    };
+  }
+}
+
+const toCredential = (data: OAuthData): UpstreamCredential => ({
+  kind: "oauth",
+  accessToken: data.access_token,
+  tokenType: data.token_type,
+});

@@ -1,0 +1,67 @@
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Runtime } from "../db/schema.ts";
+
+/** Everything needed to open one upstream connection: the runtime plus the per-provider headers, query and env. */
+export interface UpstreamTarget {
+  runtime: Runtime;
+  headers: Record<string, string>;
+  query: Record<string, string>;
+  env: Record<string, string>;
+}
+
+const requirePackage = createRequire(import.meta.url);
+const PACKAGE_PLACEHOLDER = /\{package:([^}]+)\}/g;
+
+/** `{package:NAME}` in a catalog runtime's args is the directory of that package as installed with this server. */
+export function resolvePackagePlaceholders(arg: string): string {
+  return arg.replace(PACKAGE_PLACEHOLDER, (_match, name: string) =>
+    dirname(requirePackage.resolve(`${name}/package.json`)),
+  );
+}
+
+function transportFor(target: UpstreamTarget): Transport {
+  const { runtime } = target;
+  if (runtime.type === "stdio") {
+    return new StdioClientTransport({
+      command: runtime.command,
+      args: runtime.args.map(resolvePackagePlaceholders),
+      // Only the SDK's safe default variables are inherited: the server's own secrets never reach a child.
+      env: { ...getDefaultEnvironment(), ...runtime.env, ...target.env },
+      stderr: "ignore",
+    });
+  }
+  const url = new URL(runtime.url);
+  for (const [name, value] of Object.entries(target.query)) url.searchParams.set(name, value);
+  const requestInit = { headers: target.headers };
+  return runtime.protocol === "sse"
+    ? new SSEClientTransport(url, { requestInit })
+    : new StreamableHTTPClientTransport(url, { requestInit });
+}
+
+/** Opens and initialises an MCP client connection to the upstream; `onClose` fires when it ends for any reason. */
+export async function connectUpstream(
+  target: UpstreamTarget,
+  onClose: () => void,
+  signal: AbortSignal,
+): Promise<Client> {
+  const client = new Client({ name: "toolplane-gateway", version: "0.1.0" });
+  client.onclose = onClose;
+  const transport = transportFor(target);
+  const abort = () => void client.close();
+  signal.addEventListener("abort", abort, { once: true });
+  try {
+    await client.connect(transport, { signal });
+    return client;
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    throw error;
+  } finally {
+    signal.removeEventListener("abort", abort);
+  }
+}

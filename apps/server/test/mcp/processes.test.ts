@@ -1,0 +1,151 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
+import { type DatabaseHandle, openDatabase } from "../../src/db/database.ts";
+import { firstText } from "./gateway-fixtures.ts";
+
+/**
+ * The real proof of the Scale requirement: two `main.ts` server processes over one PostgreSQL database serve one
+ * MCP session alternately. Runs when TEST_DATABASE_URL is set (`node scripts/with-postgres.mjs pnpm vitest run …`).
+ */
+const adminUrl = process.env.TEST_DATABASE_URL;
+const SERVER_DIR = fileURLToPath(new URL("../..", import.meta.url));
+
+interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+}
+
+function startServer(databaseUrl: string, secretKey: string): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: SERVER_DIR,
+    env: {
+      PATH: process.env.PATH ?? "",
+      DATABASE_URL: databaseUrl,
+      TOOLPLANE_SECRET_KEY: secretKey,
+      HOST: "127.0.0.1",
+      PORT: "0",
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
+      if (url) resolve({ url, child });
+    });
+    child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening: ${out}`)));
+  });
+}
+
+/** The server-everything processes started by the process `pid`. */
+const upstreamsOf = (pid: number): number[] =>
+  execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(pid)], { encoding: "utf8" })
+    .split("\n")
+    .filter((line) => line.includes("server-everything"))
+    .map((line) => Number.parseInt(line, 10));
+
+/** Whether the process still runs (a zombie left for init to reap has ended). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", () => {
+  const name = `toolplane_procs_${randomBytes(6).toString("hex")}`;
+  let database: DatabaseHandle;
+  let servers: ServerProcess[] = [];
+  let apiKey: string;
+
+  beforeAll(async () => {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${name} template ${inject("postgresTemplate")}`);
+    await admin.end();
+    const url = new URL(adminUrl ?? "");
+    url.pathname = `/${name}`;
+    database = await openDatabase({ kind: "postgres", url: url.toString(), poolSize: 2 });
+    apiKey = (await createApiKey(database.db, await createInstance(database.db, "procs"), "test")).key;
+    const secretKey = `k1:${randomBytes(32).toString("base64")}`;
+    servers = await Promise.all([startServer(url.toString(), secretKey), startServer(url.toString(), secretKey)]);
+  });
+
+  afterAll(async () => {
+    for (const { child } of servers) if (child.exitCode === null) child.kill("SIGKILL");
+    await database?.close();
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+
+  it("serve one session alternately, and stop their upstream children on SIGTERM", async () => {
+    const [a, b] = servers;
+    if (!a || !b) throw new Error("servers not started");
+    const api = async (base: string, path: string, body?: unknown) => {
+      const res = await fetch(`${base}${path}`, {
+        method: body ? "POST" : "GET",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      return (await res.json()) as Record<string, unknown> & { id: string };
+    };
+    const everything = await database.db
+      .selectFrom("providers")
+      .select("id")
+      .where("slug", "=", "everything")
+      .executeTakeFirstOrThrow();
+    const deployment = await api(a.url, "/provider-deployments", { name: "Ev", provider_id: everything.id });
+    const session = await api(b.url, "/sessions", {
+      providers: { provider_deployment: { type: "reference", provider_deployment_id: deployment.id } },
+    });
+
+    const served: string[] = [];
+    const alternate: typeof fetch = (input, init) => {
+      const target = served.length % 2 === 0 ? a.url : b.url;
+      served.push(target);
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      return fetch(new URL(url.pathname + url.search, target), init);
+    };
+    const client = new Client({ name: "alternating", version: "1.0.0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`/mcp/${session.id}`, a.url), {
+        requestInit: { headers: { Authorization: `Bearer ${String(session.secret)}` } },
+        fetch: alternate,
+      }),
+    );
+    for (const message of ["one", "two", "three", "four"]) {
+      expect(firstText(await client.callTool({ name: "echo", arguments: { message } }))).toBe(`Echo: ${message}`);
+    }
+    await client.close();
+    expect(new Set(served)).toEqual(new Set([a.url, b.url]));
+    const calls = (await api(a.url, `/sessions/${session.id}/tool-calls`)) as unknown as { items: unknown[] };
+    expect(calls.items).toHaveLength(4);
+
+    // Each process started its own stdio upstream; a graceful stop ends them.
+    const upstreamChildren = servers.flatMap(({ child }) => upstreamsOf(child.pid ?? 0));
+    expect(upstreamChildren).toHaveLength(2);
+    await Promise.all(
+      servers.map(
+        ({ child }) =>
+          new Promise<void>((resolve) => {
+            child.once("exit", () => resolve());
+            child.kill("SIGTERM");
+          }),
+      ),
+    );
+    expect(servers.map(({ child }) => child.exitCode)).toEqual([0, 0]);
+    expect(upstreamChildren.filter(running)).toEqual([]);
+  });
+});

@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UpstreamPool, upstreams } from "../../src/runtimes/pool.ts";
+import type { StartedTestServer } from "../support/server.ts";
+import { startTestServer } from "../support/server.ts";
+import { startTestUpstream, type TestUpstream } from "../support/upstream-server.ts";
+import {
+  type CreatedSession,
+  connectMcp,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  firstText,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+// Read when the app is built (beforeAll): short enough to exercise, long enough for a loaded CI machine.
+process.env.TOOLPLANE_UPSTREAM_TIMEOUT_MS = "3000";
+
+let t: StartedTestServer;
+let ours: TestUpstream;
+let down: TestUpstream;
+let session: CreatedSession;
+
+const call = async (sessionId: string, tool_id: string, input: Record<string, unknown> = {}) => {
+  const res = await t.client.POST("/sessions/{session_id}/tool-calls", {
+    params: { path: { session_id: sessionId } },
+    body: { tool_id, input },
+  });
+  expect(res.response.status, JSON.stringify(res.error)).toBe(201);
+  if (!res.data) throw new Error("no body");
+  return res.data;
+};
+
+beforeAll(async () => {
+  [t, ours, down] = await Promise.all([startTestServer(), startTestUpstream(), startTestUpstream()]);
+  const oursProvider = await remoteProvider(t.db, "ours", ours.url);
+  const downProvider = await remoteProvider(t.db, "down", down.url);
+  session = await createSession(t.client, [
+    { provider_deployment: deploymentRef((await deployProvider(t.client, oursProvider.providerId, "Ours")).id) },
+    { provider_deployment: deploymentRef((await deployProvider(t.client, downProvider.providerId, "Down")).id) },
+  ]);
+});
+
+afterAll(async () => {
+  await upstreams.closeAll();
+  await Promise.all([ours?.close(), down?.close(), t?.close()]);
+});
+
+describe("upstream failures fail only the call they hit, and are recorded", () => {
+  it("times out a slow call while other calls to the same upstream go on", async () => {
+    const [slow, quick] = await Promise.all([
+      call(session.id, "ours_slow", { ms: 120_000 }),
+      call(session.id, "ours_echo", { message: "meanwhile" }),
+    ]);
+    expect(slow).toMatchObject({
+      status: "failed",
+      output: null,
+      error: { code: "timeout", message: "The upstream MCP server did not answer within 3000 ms." },
+    });
+    expect(slow.completed_at).toEqual(expect.any(String));
+    expect(quick).toMatchObject({
+      status: "succeeded",
+      output: { content: [{ type: "text", text: "upstream: meanwhile" }] },
+    });
+  });
+
+  it("reports a timeout to an MCP client as a tool error result and records it", async () => {
+    const client = await connectMcp(t, session);
+    try {
+      const result = await client.callTool({ name: "ours_slow", arguments: { ms: 120_000 } });
+      expect(result.isError).toBe(true);
+      expect(firstText(result)).toMatch(/did not answer within 3000 ms/);
+    } finally {
+      await client.close();
+    }
+    const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+      params: { path: { session_id: session.id }, query: { tool_id: ["ours_slow"], order: "desc", limit: 1 } },
+    });
+    expect(data?.items[0]).toMatchObject({ transport: "mcp", status: "failed", error: { code: "timeout" } });
+  });
+
+  it("fails a call whose upstream drops the connection mid-call, then reconnects for the next", async () => {
+    const crashed = await call(session.id, "ours_crash");
+    expect(crashed).toMatchObject({ status: "failed", error: { code: "upstream_unavailable" } });
+    expect(await call(session.id, "ours_echo", { message: "again" })).toMatchObject({ status: "succeeded" });
+  });
+
+  it("re-initialises transparently when the upstream forgets its MCP session (HTTP 404)", async () => {
+    const first = await call(session.id, "ours_echo", { message: "one" });
+    const before = ours.initializations;
+    ours.forgetSessions();
+    const second = await call(session.id, "ours_echo", { message: "two" });
+    expect(second).toMatchObject({ status: "succeeded", output: { content: [{ text: "upstream: two" }] } });
+    expect(ours.initializations).toBe(before + 1);
+    // A new upstream connection served it.
+    expect(second.provider_run_id).toMatch(/^prn_/);
+    expect(second.provider_run_id).not.toBe(first.provider_run_id);
+  });
+
+  it("fails calls to an upstream that went down while the session's other provider keeps working", async () => {
+    expect(await call(session.id, "down_echo", { message: "up" })).toMatchObject({ status: "succeeded" });
+    await down.close();
+    expect(await call(session.id, "down_echo", { message: "gone" })).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_unavailable" },
+    });
+    expect(await call(session.id, "ours_echo", { message: "fine" })).toMatchObject({ status: "succeeded" });
+    // An MCP client still lists the tools of the providers it can reach.
+    const client = await connectMcp(t, session);
+    try {
+      const keys = (await client.listTools()).tools.map((tool) => tool.name);
+      expect(keys).toContain("ours_echo");
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("records an upstream JSON-RPC error as upstream_error", async () => {
+    expect(await call(session.id, "ours_fail")).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_error", message: "fail always fails" },
+    });
+  });
+});
+
+describe("the upstream pool", () => {
+  it("closes connections that stayed idle, and reconnects on next use", async () => {
+    const pool = new UpstreamPool(60_000);
+    const target = {
+      runtime: { type: "remote" as const, url: ours.url, protocol: "streamable_http" as const },
+      headers: {},
+      query: {},
+      env: {},
+    };
+    const upstream = pool.get("spv_idle", target);
+    expect(pool.get("spv_idle", { ...target })).toBe(upstream);
+    expect(pool.get("spv_idle", { ...target, headers: { Authorization: "Bearer rotated" } })).not.toBe(upstream);
+    await upstream.listTools(3000);
+    const firstRun = upstream.runId;
+    await pool.closeIdle(Date.now());
+    expect(pool.size).toBe(2);
+    await pool.closeIdle(Date.now() + 60_000);
+    expect(pool.size).toBe(0);
+    expect(upstream.runId).toBeNull();
+    const again = pool.get("spv_idle", target);
+    await again.listTools(3000);
+    expect(again.runId).not.toBe(firstRun);
+    await pool.closeAll();
+  });
+});

@@ -1,0 +1,220 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import { createToolplaneClient } from "@toolplane/client";
+import { OAuth2Server } from "oauth2-mock-server";
+import { pino } from "pino";
+import { expect } from "vitest";
+import { createApp } from "../../src/app.ts";
+import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
+import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
+import { bundledSpec } from "../../src/spec.ts";
+import { catalogEntry, loadTestCatalog } from "../support/catalog-fixtures.ts";
+import { createTestDatabase } from "../support/database.ts";
+import type { Tenant, TestServer } from "../support/server.ts";
+
+/**
+ * Test support for the OAuth flows: the real app with its public URL set to where it listens (so setup links
+ * can be followed as a browser would) and every log line captured, and a real OAuth authorization server
+ * (oauth2-mock-server) on 127.0.0.1.
+ */
+
+export interface OAuthTestServer extends TestServer {
+  secrets: SecretBox;
+  /** Everything the app logged (debug level), as raw JSON lines. */
+  logs(): string;
+}
+
+export async function startOAuthTestServer(): Promise<OAuthTestServer> {
+  const database = await createTestDatabase();
+  const secretKey: SecretKey = { id: "test", key: randomBytes(32) };
+  const secrets = new SecretBox([secretKey]);
+  // Debug level and no redaction: whatever the app hands the logger is captured as it would be written.
+  let logged = "";
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logged += String(chunk);
+      done();
+    },
+  });
+  const capturing = pino({ level: "debug" }, sink);
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.once("listening", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const app = createApp({
+    db: database.db,
+    spec: bundledSpec,
+    logger: capturing,
+    publicUrl: url,
+    bodyLimitBytes: 64 * 1024,
+    secrets,
+  });
+  server.on("request", app);
+
+  const createTenant = async (name = "tenant"): Promise<Tenant> => {
+    const instanceId = await createInstance(database.db, name);
+    const { key } = await createApiKey(database.db, instanceId, "test");
+    return { instanceId, apiKey: key, client: createToolplaneClient({ baseUrl: url, apiKey: key, retries: 0 }) };
+  };
+  const tenant = await createTenant("first");
+  return {
+    url,
+    db: database.db,
+    secretKey,
+    secrets,
+    tenant,
+    client: tenant.client,
+    createTenant,
+    logs: () => logged,
+    fetch: (path, init = {}) => {
+      const headers = new Headers(init.headers);
+      if (init.auth !== false) headers.set("authorization", `Bearer ${tenant.apiKey}`);
+      return fetch(`${url}${path}`, { ...init, headers });
+    },
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await database.close();
+    },
+  };
+}
+
+export interface TokenRequest {
+  body: Record<string, string>;
+}
+
+/** A real OAuth 2.0 authorization server on 127.0.0.1 that records every token request it answers. */
+export async function startOAuthServer() {
+  const server = new OAuth2Server();
+  await server.issuer.keys.generate("RS256");
+  await server.start(0, "127.0.0.1");
+  const url = `http://127.0.0.1:${server.address().port}`;
+  server.issuer.url = url;
+  // A unique jti: two tokens signed in the same second with the same claims would otherwise be identical.
+  server.service.on("beforeTokenSigning", (token: { payload: Record<string, unknown> }) => {
+    token.payload.jti = randomUUID();
+  });
+  const tokenRequests: Record<string, string>[] = [];
+  const issued: Record<string, unknown>[] = [];
+  server.service.on("beforeResponse", (response: { body: unknown; statusCode: number }, req: TokenRequest) => {
+    tokenRequests.push({ ...req.body });
+    if (response.statusCode === 200) issued.push(response.body as Record<string, unknown>);
+  });
+  return {
+    server,
+    url,
+    authorizationEndpoint: `${url}/authorize`,
+    tokenEndpoint: `${url}/token`,
+    /** The bodies of the token requests received, in order. */
+    tokenRequests,
+    /** The token sets issued (access, refresh and id tokens), in order. */
+    issued,
+    /** Makes the next token response an OAuth error (status and `error` code). */
+    failNextToken(statusCode = 400, error = "invalid_grant") {
+      server.service.once("beforeResponse", (response: { body: unknown; statusCode: number }) => {
+        response.statusCode = statusCode;
+        response.body = { error, error_description: "refused by the test" };
+      });
+    },
+    /** Makes the next issued access token expire in `seconds`. */
+    expireNextTokenIn(seconds: number) {
+      server.service.once("beforeResponse", (response: { body: unknown; statusCode: number }) => {
+        (response.body as Record<string, unknown>).expires_in = seconds;
+      });
+    },
+    close: () => server.stop(),
+  };
+}
+export type OAuthServer = Awaited<ReturnType<typeof startOAuthServer>>;
+
+export const RESOURCE = "https://mcp.example.test/api";
+
+/**
+ * A catalog provider whose `oauth` method points at the test authorization server, with default scopes,
+ * extra authorize parameters and an RFC 8707 resource, plus a `token` method.
+ */
+export async function loadOAuthProvider(
+  db: TestServer["db"],
+  oauth: OAuthServer,
+  slug = `oauth-${randomBytes(4).toString("hex")}`,
+) {
+  const entry = catalogEntry(slug);
+  entry.auth_methods = [
+    {
+      key: "oauth",
+      type: "oauth",
+      name: "Example OAuth",
+      scopes: [
+        { scope: "files.read", name: "Read files" },
+        { scope: "files.write", name: "Write files" },
+      ],
+      oauth: {
+        authorization_endpoint: oauth.authorizationEndpoint,
+        token_endpoint: oauth.tokenEndpoint,
+        extra_authorize_params: { access_type: "offline", prompt: "consent" },
+        resource: RESOURCE,
+      },
+    },
+    {
+      key: "token",
+      type: "token",
+      name: "API key",
+      input_schema: {
+        type: "object",
+        properties: { api_key: { type: "string", minLength: 8, description: "Your API key" } },
+        required: ["api_key"],
+        additionalProperties: false,
+      },
+    },
+  ];
+  const loaded = await loadTestCatalog(db, [entry]);
+  const provider = loaded[slug];
+  if (!provider) throw new Error("not loaded");
+  const methods = await db
+    .selectFrom("provider_auth_methods")
+    .select(["id", "key"])
+    .where("provider_id", "=", provider.providerId)
+    .execute();
+  const id = (key: string) => methods.find((m) => m.key === key)?.id ?? "";
+  return { providerId: provider.providerId, oauthMethodId: id("oauth"), tokenMethodId: id("token") };
+}
+export type OAuthProvider = Awaited<ReturnType<typeof loadOAuthProvider>>;
+
+/** A deployment of the provider with OAuth app credentials whose client secret the test knows. */
+export async function deploymentWithApp(client: TestServer["client"], providerId: string) {
+  const deployment = await client.POST("/provider-deployments", { body: { name: "Example", provider_id: providerId } });
+  expect(deployment.response.status).toBe(201);
+  const clientSecret = `client-secret-${randomBytes(12).toString("hex")}`;
+  const clientId = `client-${randomBytes(4).toString("hex")}`;
+  const credentials = await client.POST("/provider-deployments/{provider_deployment_id}/auth-credentials", {
+    params: { path: { provider_deployment_id: deployment.data?.id ?? "" } },
+    body: { name: "Example app", config: { type: "oauth", clientId, clientSecret } },
+  });
+  expect(credentials.response.status).toBe(201);
+  return {
+    deploymentId: deployment.data?.id ?? "",
+    credentialsId: credentials.data?.id ?? "",
+    clientId,
+    clientSecret,
+  };
+}
+
+/** What a browser does with a setup link: our start page, the provider's authorize page, our callback. */
+export async function followFlow(setupUrl: string, options: { beforeCallback?: (callback: URL) => void } = {}) {
+  const start = await fetch(setupUrl, { redirect: "manual" });
+  expect(start.status, await start.clone().text()).toBe(302);
+  const authorizeUrl = new URL(start.headers.get("location") ?? "");
+  const cookie = (start.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const authorize = await fetch(authorizeUrl, { redirect: "manual" });
+  expect(authorize.status).toBe(302);
+  const callbackUrl = new URL(authorize.headers.get("location") ?? "");
+  options.beforeCallback?.(callbackUrl);
+  const callback = await fetch(callbackUrl, { redirect: "manual", headers: { cookie } });
+  return { start, authorizeUrl, cookie, callbackUrl, callback };
+}
+
+/** The query of a redirect response's Location. */
+export const redirectQuery = (res: Response) =>
+  Object.fromEntries(new URL(res.headers.get("location") ?? "").searchParams);
