@@ -1,21 +1,30 @@
-// Figure 6, the developer loop, in a temporary copy of the repository (the working tree is never touched): a
+// Figure 6, the developer loop, in a temporary clone of HEAD (the working tree is neither touched nor measured): a
 // one-line spec edit → `pnpm generate` → `pnpm typecheck`; a no-op `pnpm generate`; `pnpm test:contract`.
-import { spawn } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 
 export interface CommandRun {
   command: string;
   seconds: number;
+  /**
+   * CPU time (user + system) of the command's whole process tree: what it costs whatever else runs (the wall
+   * time stretches with the load of a shared machine; on an idle one it is at most this, at least this / cores).
+   */
+  cpuSeconds: number;
   exitCode: number | null;
   timedOut: boolean;
   /** The last lines of the output, for the JSON (and for a failure's note). */
   tail: string;
+  /** The first distinct TypeScript errors in the output (the reason a typecheck failed). */
+  errors: string[];
 }
 
 export interface DevLoop {
-  /** The warm-up `pnpm generate` right after copying (turbo cache as in the working tree). */
+  /** The commit measured (HEAD when the run started). */
+  commit: string;
+  /** The warm-up `pnpm generate` right after cloning (it fills the clone's empty turbo cache). */
   warmup: CommandRun;
   noop: CommandRun[];
   editGenerate: CommandRun;
@@ -25,6 +34,16 @@ export interface DevLoop {
 
 const SPEC_FILE = "spec/paths/provider-groups/collection.yaml";
 const EDIT_FROM = "Returns a page of the instance's provider groups";
+
+/**
+ * CPU time of this process's finished children and everything they waited for (cutime + cstime from /proc): one
+ * command runs at a time, so the difference across a command is that command's tree.
+ */
+function childrenCpuSeconds(): number {
+  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]?.split(" ") ?? [];
+  // cutime and cstime are fields 16 and 17 of the whole line, 14 and 15 after "pid (comm) "; ticks of 10 ms.
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+}
 
 function runCommand(cwd: string, command: string, args: string[], timeoutMs: number): Promise<CommandRun> {
   const env: NodeJS.ProcessEnv = {
@@ -41,6 +60,7 @@ function runCommand(cwd: string, command: string, args: string[], timeoutMs: num
   for (const key of Object.keys(env))
     if (key.startsWith("npm_") || key === "INIT_CWD" || key === "PNPM_SCRIPT_SRC_DIR") delete env[key];
   const started = performance.now();
+  const cpuBefore = childrenCpuSeconds();
   return new Promise((resolve) => {
     // Its own process group, so a timeout can stop the whole tree (turbo, tsc, Prism) it started.
     const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
@@ -60,38 +80,59 @@ function runCommand(cwd: string, command: string, args: string[], timeoutMs: num
       resolve({
         command: [command, ...args].join(" "),
         seconds: (performance.now() - started) / 1000,
+        cpuSeconds: childrenCpuSeconds() - cpuBefore,
         exitCode: code,
         timedOut,
         tail: output.trim().split("\n").slice(-15).join("\n"),
+        errors: [...new Set(output.match(/\S+\(\d+,\d+\): error TS\d+: .*/g) ?? [])].slice(0, 5),
       });
     });
   });
 }
 
 /**
- * A copy of the working tree that shares the installed packages: the per-package node_modules links are
- * relative and resolve into the copy's node_modules/.pnpm, which is a link to the real one (read-only use).
+ * A clone of the last commit (HEAD), so uncommitted work in the checkout never changes what is measured, that
+ * shares the installed packages: every package's node_modules is copied with its links as they are (relative
+ * ones resolve inside the clone), and the clone's node_modules/.pnpm is a link to the real store (read-only use).
  */
-function copyRepository(root: string): { dir: string; cleanup: () => void } {
+function cloneHead(root: string): { dir: string; commit: string; cleanup: () => void } {
   const parent = mkdtempSync(join(tmpdir(), "toolplane-bench-devloop-"));
   const dir = join(parent, "repo");
-  const skip = new Set(["node_modules/.pnpm", ".data", "bench/results", "contract-report.json"]);
-  cpSync(root, dir, {
-    recursive: true,
-    verbatimSymlinks: true,
-    filter: (source) => {
-      const rel = relative(root, source);
-      return !skip.has(rel) && !rel.endsWith("/.data");
-    },
-  });
-  symlinkSync(join(root, "node_modules/.pnpm"), join(dir, "node_modules/.pnpm"));
-  return { dir, cleanup: () => rmSync(parent, { recursive: true, force: true }) };
+  const cleanup = () => rmSync(parent, { recursive: true, force: true });
+  try {
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-C", root, ...args], { encoding: "utf8", maxBuffer: 64 * 2 ** 20 }).trim();
+    const commit = git("rev-parse", "HEAD");
+    const archive = join(parent, "head.tar");
+    git("archive", "--format=tar", "-o", archive, commit);
+    mkdirSync(dir);
+    execFileSync("tar", ["-xf", archive, "-C", dir]);
+    rmSync(archive);
+    const packageDirs = git("ls-tree", "-r", "--name-only", commit)
+      .split("\n")
+      .filter((file) => file === "package.json" || file.endsWith("/package.json"))
+      .map((file) => dirname(file));
+    for (const pkg of packageDirs) {
+      const modules = join(root, pkg, "node_modules");
+      if (!existsSync(modules)) continue;
+      cpSync(modules, join(dir, pkg, "node_modules"), {
+        recursive: true,
+        verbatimSymlinks: true,
+        filter: (source) => relative(root, source) !== "node_modules/.pnpm",
+      });
+    }
+    symlinkSync(join(root, "node_modules/.pnpm"), join(dir, "node_modules/.pnpm"));
+    return { dir, commit, cleanup };
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
 }
 
 export async function measureDevLoop(root: string, log: (line: string) => void): Promise<DevLoop> {
-  const { dir, cleanup } = copyRepository(root);
+  const { dir, commit, cleanup } = cloneHead(root);
   try {
-    log(`  copy of the working tree in ${dir}`);
+    log(`  clone of HEAD (${commit.slice(0, 7)}) in ${dir}`);
     const warmup = await runCommand(dir, "pnpm", ["generate"], 180_000);
     log(`  warm-up pnpm generate: ${warmup.seconds.toFixed(1)} s (exit ${warmup.exitCode})`);
     const noop: CommandRun[] = [];
@@ -117,7 +158,7 @@ export async function measureDevLoop(root: string, log: (line: string) => void):
       contract = await runCommand(dir, "pnpm", ["test:contract"], 180_000);
       log(`  pnpm test:contract: ${contract.seconds.toFixed(1)} s (exit ${contract.exitCode})`);
     }
-    return { warmup, noop, editGenerate, editTypecheck, contract };
+    return { commit, warmup, noop, editGenerate, editTypecheck, contract };
   } finally {
     cleanup();
   }

@@ -1,19 +1,29 @@
 // `pnpm bench`: every figure of issue 7 measured in one run on 127.0.0.1, printed as a table of ratios against
 // the targets and written to bench/results/<timestamp>.json. Run through scripts/with-postgres.mjs, which sets
 // TEST_DATABASE_URL to a throwaway PostgreSQL server for the PostgreSQL figures.
-//   --quick          short windows and a 100k-row seed (to try the harness, not to report)
+//   --quick          short windows, a 100k-row seed, 100 MCP sessions (to try the harness, not to report)
 //   --only=1,3,7     only these figures (1, 2 and 3 share their servers)
 //   --markdown       also replace the table between the markers in BENCHMARKS.md
 //   --log-level=L    the full-stack targets' LOG_LEVEL (default info, as `pnpm start`; to see what logging costs)
-//   --profile        instead of the figures: CPU-profile the full-stack targets under the GET and POST loads
-//                    and print what dominates (results/<timestamp>-profile.json)
+//   --profile        instead of the figures: CPU-profile the full-stack targets under the GET and POST loads,
+//                    the gateway under figure 4's calls and one server restart (its whole life, idle excluded),
+//                    and print what dominates (results/<timestamp>-profile.json); --only=1,2,4,7 narrows it
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { measureDevLoop } from "./devloop.ts";
+import { type CommandRun, measureDevLoop } from "./devloop.ts";
 import { compareLatency, compareThroughput, type Request, type Throughput } from "./load.ts";
+import {
+  concurrentSessions,
+  createSession,
+  type EchoCalls,
+  prepareEchoCalls,
+  startUpstream,
+  UPSTREAM_SLUG,
+  writeUpstreamCatalog,
+} from "./mcp.ts";
 import { summariseProfile } from "./profile.ts";
 import type { Seeded } from "./protocol.ts";
 import {
@@ -48,7 +58,8 @@ const settings = {
   seconds: quick ? 4 : 8,
   slices: 4,
   seedRows: quick ? 100_000 : 1_000_000,
-  latency: quick ? { rounds: 2, perRound: 50, warmup: 20 } : { rounds: 5, perRound: 100, warmup: 50 },
+  latency: quick ? { rounds: 2, perRound: 50, warmup: 20 } : { rounds: 10, perRound: 100, warmup: 50 },
+  sessions: quick ? 100 : 1000,
   restarts: 3,
   idleSecondsBeforeRss: 3,
 };
@@ -106,9 +117,13 @@ async function createDatabase(adminUrl: string, name: string): Promise<string> {
 }
 
 /** A deployment to read, created through the API itself (which also checks the stack answers as it should). */
-async function prepareStack(label: Stack["label"], target: Target): Promise<{ stack: Stack; payload: unknown }> {
+async function prepareStack(
+  label: Stack["label"],
+  target: Target,
+  providerId = target.ready.providerId,
+): Promise<{ stack: Stack; payload: unknown }> {
   const auth = { authorization: `Bearer ${target.ready.apiKey}` };
-  const createBody = JSON.stringify({ name: "bench deployment", provider_id: target.ready.providerId });
+  const createBody = JSON.stringify({ name: "bench deployment", provider_id: providerId });
   const created = await fetch(`${target.url}/provider-deployments`, {
     method: "POST",
     headers: { ...auth, "content-type": "application/json" },
@@ -210,6 +225,10 @@ async function httpFigures(figures: FigureResult[], profileDir: string | undefin
     const bare = await started({ mode: "bare", payload: pglite.payload });
     const bytes = JSON.stringify(pglite.payload).length;
     log(`the deployment body is ${bytes} bytes; the bare route answers the same body`);
+    // Idle RSS of each target before any load: what the embedded database and the app each add to bare Express.
+    const idleRssMb: Record<string, number> = { bare: Math.round(bare.rssMb()) };
+    for (const stack of stacks) idleRssMb[stack.label] = Math.round(stack.target.rssMb());
+    log(`idle RSS (MB): ${JSON.stringify(idleRssMb)}`);
 
     const load = {
       connections: settings.connections,
@@ -267,6 +286,7 @@ async function httpFigures(figures: FigureResult[], profileDir: string | undefin
               full,
               bare: bareResult,
               responseBytes: bytes,
+              idleRssMb,
             },
           ),
         );
@@ -292,36 +312,166 @@ function notMeasured(id: string, why: string, title = ""): FigureResult {
   return { id, title, measured: why, value: null, display: "—", target: "—", status: "not measured" };
 }
 
+/**
+ * Runs one group of figures; when it fails (a target that does not start, a command that crashes), its figures
+ * are reported invalid with the reason and the run goes on to the next group.
+ */
+async function guarded(figures: FigureResult[], ids: string[], measure: () => Promise<void>): Promise<void> {
+  try {
+    await measure();
+  } catch (err) {
+    const reason = (err instanceof Error ? err.message : String(err)).split("\n").slice(0, 3).join(" ");
+    log(`figures ${ids.join(", ")} failed: ${reason}`);
+    for (const id of ids) {
+      if (figures.some((f) => f.id.split(" ")[0] === id)) continue;
+      figures.push({
+        id,
+        title: "",
+        measured: "—",
+        value: null,
+        display: "—",
+        target: "—",
+        status: "invalid",
+        note: reason,
+      });
+    }
+  }
+}
+
+/** A figure whose subject is not built yet: no harness runs for it until it is. */
+function pending(id: string, title: string, target: string, note: string): FigureResult {
+  return { id, title, measured: "—", value: null, display: "—", target, status: "pending", note };
+}
+
+// ── the MCP gateway figures (4, 5) ──────────────────────────────────────────────────────────────────────────
+const MCP_FIGURES = {
+  4: {
+    title: "MCP tools/call through a session's connection_url vs direct to the upstream (added p50 / p99)",
+    target: "≤ 1 ms / ≤ 5 ms",
+  },
+  5: {
+    title: `${fmt.int(settings.sessions)} concurrent MCP sessions on one process, each listing and calling tools`,
+    target: "0 errors",
+  },
+} as const;
+
+/** With `profileDir`, the server is CPU-profiled over figure 4's measured calls (the direct ones leave it idle). */
+async function mcpFigures(figures: FigureResult[], profileDir?: string) {
+  const scratch = mkdtempSync(join(tmpdir(), "toolplane-bench-mcp-"));
+  const upstream = await startUpstream(ROOT);
+  let target: Target | undefined;
+  try {
+    writeUpstreamCatalog(scratch, upstream.url);
+    const adminUrl = process.env.TEST_DATABASE_URL;
+    const database = adminUrl ? "PostgreSQL" : "PGlite";
+    log(`figures 4 and 5: the full stack on ${database}, server-everything over Streamable HTTP as the upstream…`);
+    target = await Target.start({
+      mode: "full",
+      logLevel,
+      catalogDir: scratch,
+      ...(adminUrl
+        ? { databaseUrl: await createDatabase(adminUrl, "toolplane_bench_mcp") }
+        : { dataDir: join(scratch, "pglite") }),
+    });
+    log(`  gateway server pid ${target.ready.pid}`);
+    const providerId = target.ready.providers[UPSTREAM_SLUG];
+    if (!providerId) throw new Error(`the catalog has no ${UPSTREAM_SLUG} provider`);
+    const { deploymentId } = (await prepareStack(database, target, providerId)).stack;
+    let calls: EchoCalls;
+    try {
+      calls = await prepareEchoCalls(upstream, await createSession(target, deploymentId));
+    } catch (err) {
+      // The gateway is not there (or not answering yet): the figures wait for it.
+      const why = (err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "";
+      for (const id of [4, 5] as const) {
+        if (wants(id)) {
+          const { title, target } = MCP_FIGURES[id];
+          figures.push(pending(String(id), title, target, `needs the MCP gateway (issue 5): ${why}`));
+        }
+      }
+      return;
+    }
+    if (wants(4)) {
+      log(
+        `figure 4: tools/call echo, direct vs through the session, ${settings.latency.rounds} × ${settings.latency.perRound} each in turns`,
+      );
+      if (profileDir) await target.profileStart();
+      const latency = await compareLatency(calls.requests, settings.latency);
+      if (profileDir) await target.profileStop(join(profileDir, "tools-call gateway.cpuprofile"));
+      const { direct, gateway } = latency;
+      if (!direct || !gateway) throw new Error("missing latency samples");
+      const p50 = gateway.p50Ms - direct.p50Ms;
+      const p99 = gateway.p99Ms - direct.p99Ms;
+      const failures = direct.failures + gateway.failures;
+      figures.push({
+        id: `4 ${database}`,
+        ...MCP_FIGURES[4],
+        measured: `p50 ${fmt.ms(gateway.p50Ms)} vs ${fmt.ms(direct.p50Ms)}, p99 ${fmt.ms(gateway.p99Ms)} vs ${fmt.ms(direct.p99Ms)}`,
+        value: p50,
+        display: `+${fmt.ms(p50)} / +${fmt.ms(p99)}`,
+        status: failures ? "invalid" : p50 <= 1 && p99 <= 5 ? "pass" : "miss",
+        ...(failures ? { note: `${failures} failed calls` } : {}),
+        data: { tool: calls.tool, latency },
+      });
+    }
+    if (wants(5) && !profileDir) {
+      log(`figure 5: ${fmt.int(settings.sessions)} sessions, then one MCP client on each, all at once…`);
+      const run = await concurrentSessions(target, deploymentId, settings.sessions);
+      log(
+        `  ${run.errors} errors; RSS ${run.rssBeforeMb.toFixed(0)} → peak ${run.rssPeakMb.toFixed(0)} MB in ${fmt.s(run.runSeconds)}`,
+      );
+      const problems = Object.entries(run.problems).map(([p, n]) => `${n}× ${p}`);
+      figures.push({
+        id: `5 ${database}`,
+        ...MCP_FIGURES[5],
+        measured: `${run.errors} errors in ${fmt.s(run.runSeconds)}; RSS ${run.rssBeforeMb.toFixed(0)} → ${run.rssPeakMb.toFixed(0)} MB peak, ${run.kbPerSession.toFixed(0)} KB per session`,
+        value: run.errors,
+        display: `${run.errors} errors, ${run.kbPerSession.toFixed(0)} KB/session`,
+        status: check(run.errors, "<=", 0),
+        ...(problems.length ? { note: problems.slice(0, 3).join("; ") } : {}),
+        data: run,
+      });
+    }
+  } finally {
+    await target?.stop().catch(() => target?.kill());
+    await upstream.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
 // ── figure 6: the developer loop ─────────────────────────────────────────────────────────────────────────────
 async function devLoopFigures(figures: FigureResult[]) {
-  log("figure 6: developer loop in a temporary copy of the working tree…");
+  log("figure 6: developer loop in a temporary clone of HEAD…");
   const loop = await measureDevLoop(ROOT, log);
-  const failed = (r: { exitCode: number | null; timedOut: boolean }) =>
-    r.timedOut ? "timed out" : r.exitCode !== 0 ? `exit ${r.exitCode}` : undefined;
+  const failed = (r: CommandRun) => (r.timedOut ? "timed out" : r.exitCode !== 0 ? `exit ${r.exitCode}` : undefined);
+  const reason = (r: CommandRun) =>
+    (r.errors.length ? r.errors : r.tail.split("\n").slice(-3)).join("; ").replace(/\s+/g, " ");
 
   const editSeconds = loop.editGenerate.seconds + loop.editTypecheck.seconds;
-  const editProblem = failed(loop.editGenerate) ?? failed(loop.editTypecheck);
+  const editRun = failed(loop.editGenerate) ? loop.editGenerate : loop.editTypecheck;
+  const editProblem = failed(editRun);
   figures.push({
     id: "6 edit loop",
     title: "one-line spec edit → pnpm generate → pnpm typecheck",
-    measured: `${fmt.s(loop.editGenerate.seconds)} + ${fmt.s(loop.editTypecheck.seconds)}`,
+    measured: `${fmt.s(loop.editGenerate.seconds)} + ${fmt.s(loop.editTypecheck.seconds)} (CPU ${fmt.s(loop.editGenerate.cpuSeconds)} + ${fmt.s(loop.editTypecheck.cpuSeconds)})`,
     value: editSeconds,
     display: fmt.s(editSeconds),
     target: "≤ 10 s",
     status: editProblem ? "invalid" : check(editSeconds, "<=", 10),
     ...(editProblem
-      ? { note: `the loop failed (${editProblem}): ${loop.editTypecheck.tail.split("\n").slice(-3).join(" ")}` }
+      ? { note: `the loop failed at ${loop.commit.slice(0, 7)} (${editProblem}): ${reason(editRun)}` }
       : {}),
-    data: { generate: loop.editGenerate, typecheck: loop.editTypecheck },
+    data: { commit: loop.commit, generate: loop.editGenerate, typecheck: loop.editTypecheck },
   });
 
   const noop = [...loop.noop].sort((a, b) => a.seconds - b.seconds);
   const median = noop[Math.floor(noop.length / 2)];
-  const noopProblem = loop.noop.map(failed).find(Boolean);
+  const noopFailure = loop.noop.find(failed);
+  const noopProblem = noopFailure && `${failed(noopFailure)}: ${reason(noopFailure)}`;
   figures.push({
     id: "6 no-op generate",
     title: "pnpm generate with nothing changed (median of 3)",
-    measured: loop.noop.map((r) => fmt.s(r.seconds)).join(", "),
+    measured: `${loop.noop.map((r) => fmt.s(r.seconds)).join(", ")} (CPU ${loop.noop.map((r) => fmt.s(r.cpuSeconds)).join(", ")})`,
     value: median?.seconds ?? null,
     display: median ? fmt.s(median.seconds) : "—",
     target: "≤ 1 s",
@@ -339,12 +489,14 @@ async function devLoopFigures(figures: FigureResult[]) {
     figures.push({
       id: "6 contract suite",
       title: "pnpm test:contract (whole contract suite)",
-      measured: `${fmt.s(run.seconds)}${summary ? ` (${summary})` : ""}`,
+      measured: `${fmt.s(run.seconds)}, CPU ${fmt.s(run.cpuSeconds)}${summary ? ` (${summary})` : ""}`,
       value: run.seconds,
       display: fmt.s(run.seconds),
       target: "≤ 60 s",
       status: run.timedOut ? "invalid" : check(run.seconds, "<=", 60),
-      ...(problem ? { note: `the suite did not pass (${problem}); the time is still its full run` } : {}),
+      ...(problem
+        ? { note: `the suite did not pass (${problem}: ${reason(run)}); the time is still its full run` }
+        : {}),
       data: run,
     });
   }
@@ -360,7 +512,7 @@ async function restartFigures(figures: FigureResult[]) {
   figures.push({
     id: "7 restart",
     title: "restart on an existing PGlite data directory → first 200 (median of 3)",
-    measured: `${times.map((t) => fmt.s(t / 1000)).join(", ")} (listening at ${restart.restarts.map((r) => fmt.s(r.listeningMs / 1000)).join(", ")})`,
+    measured: `${times.map((t) => fmt.s(t / 1000)).join(", ")} (CPU ${restart.restarts.map((r) => fmt.s(r.cpuMs / 1000)).join(", ")})`,
     value: median / 1000,
     display: fmt.s(median / 1000),
     target: "≤ 1.5 s",
@@ -387,13 +539,22 @@ if (profileMode) {
   const profileDir = mkdtempSync(join(tmpdir(), "toolplane-bench-profile-"));
   try {
     const figures: FigureResult[] = [];
-    await httpFigures(figures, profileDir);
+    if (wants(1) || wants(2)) await httpFigures(figures, profileDir);
+    if (wants(4)) await mcpFigures(figures, profileDir);
     console.log("\nRatios under the profiler (not figures to report: profiling slows every target):");
     for (const f of figures) console.log(`  ${f.id}: ${f.measured} → ${f.display}`);
     const profiles = readdirSync(profileDir)
       .filter((f) => f.endsWith(".cpuprofile"))
       .sort();
     const summaries = profiles.map((f) => ({ file: f, ...summariseProfile(join(profileDir, f)) }));
+    if (wants(7)) {
+      log("figure 7: one restart of the server under the CPU profiler…");
+      const startDir = join(profileDir, "restart");
+      mkdirSync(startDir);
+      await measureRestart(ROOT, 1, 0, startDir);
+      for (const f of readdirSync(startDir))
+        summaries.push({ file: "restart", ...summariseProfile(join(startDir, f)) });
+    }
     for (const s of summaries) {
       console.log(`\nProfile ${s.file} (${fmt.int(s.busyMs)} ms busy)`);
       console.log("  self time by area:");
@@ -413,15 +574,12 @@ if (profileMode) {
   const machineInfo = await machine();
   log(`machine: ${machineInfo.cpu}, ${machineInfo.cores} cores, Node ${machineInfo.node}`);
   const figures: FigureResult[] = [];
-  if (wants(1) || wants(2) || wants(3)) await httpFigures(figures, undefined);
-  for (const [id, title] of [
-    ["4", "MCP tools/call through a session's connection_url vs direct (added p50 / p99)"],
-    ["5", "1,000 concurrent MCP sessions on one process (errors, memory per session)"],
-  ] as const) {
-    if (wants(Number(id))) figures.push(notMeasured(id, "not measured: gateway not implemented (issue 5)", title));
-  }
-  if (wants(6)) await devLoopFigures(figures);
-  if (wants(7)) await restartFigures(figures);
+  const http = [1, 2, 3].filter(wants);
+  if (http.length) await guarded(figures, http.map(String), () => httpFigures(figures, undefined));
+  const mcp = [4, 5].filter(wants);
+  if (mcp.length) await guarded(figures, mcp.map(String), () => mcpFigures(figures));
+  if (wants(6)) await guarded(figures, ["6"], () => devLoopFigures(figures));
+  if (wants(7)) await guarded(figures, ["7"], () => restartFigures(figures));
 
   const order = (f: FigureResult) => Number.parseInt(f.id, 10) * 10 + (f.id.includes("PostgreSQL") ? 1 : 0);
   figures.sort((a, b) => order(a) - order(b));

@@ -21,7 +21,10 @@ export type TargetMessage =
       type: "ready";
       url: string;
       apiKey: string;
+      /** The built-in github provider (what figures 1–3 deploy). */
       providerId: string;
+      /** Every catalog provider's id by slug. */
+      providers: Record<string, string>;
       instanceId: string;
       pid: number;
       database: "pglite" | "postgres" | null;

@@ -1,6 +1,6 @@
 // The result model, the console table and the Markdown table.
 
-export type Status = "pass" | "miss" | "not measured" | "invalid";
+export type Status = "pass" | "miss" | "not measured" | "invalid" | "pending";
 
 export interface FigureResult {
   /** "1 PGlite", "6 no-op generate", … */
@@ -80,6 +80,7 @@ export function consoleTable(result: BenchResult): string {
 
 export function markdownTable(result: BenchResult): string {
   const esc = (s: string) => s.replace(/\|/g, "\\|");
+  const notes = result.figures.filter((f) => f.note).map((f) => `- ${f.id}: ${f.note}`);
   const rows = result.figures.map((f) => {
     const c = cells(f);
     c[5] = f.status === "pass" ? "pass" : f.status === "miss" ? "**miss**" : f.status;
@@ -91,5 +92,6 @@ export function markdownTable(result: BenchResult): string {
     `| ${HEAD.join(" | ")} |`,
     `| ${HEAD.map(() => "---").join(" | ")} |`,
     ...rows,
+    ...(notes.length ? ["", ...notes] : []),
   ].join("\n");
 }

@@ -12,6 +12,11 @@ export interface StartRun {
   firstOkMs: number;
   /** What the server itself logs as startupMs (from its first line of code to listening). */
   serverStartupMs: number | null;
+  /**
+   * CPU time the launcher and the server had used at the first 200: what the start costs whatever else the
+   * machine runs (the wall time above stretches with the load of a shared machine).
+   */
+  cpuMs: number;
 }
 
 export interface Restart {
@@ -23,10 +28,17 @@ export interface Restart {
   launcherRssMb: number;
 }
 
-const rssMb = (pid: number): number => {
+export const rssMb = (pid: number): number => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
   return kb / 1024;
+};
+
+/** CPU time (user + system) a live process has used so far, in ms (from /proc; clock ticks of 10 ms). */
+export const cpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after "pid (comm) ".
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 };
 
 const childrenOf = (pid: number): number[] => {
@@ -37,7 +49,11 @@ const childrenOf = (pid: number): number[] => {
   }
 };
 
-async function start(root: string, dataDir: string): Promise<{ child: ChildProcess; run: StartRun }> {
+async function start(
+  root: string,
+  dataDir: string,
+  cpuProfileDir?: string,
+): Promise<{ child: ChildProcess; run: StartRun }> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TOOLPLANE_DATA_DIR: dataDir,
@@ -49,7 +65,15 @@ async function start(root: string, dataDir: string): Promise<{ child: ChildProce
   delete env.TEST_DATABASE_URL;
   delete env.TOOLPLANE_SECRET_KEY;
   const started = performance.now();
-  const child = spawn(join(root, "node_modules/.bin/tsx"), ["apps/server/src/main.ts"], {
+  // Under the profiler, node runs the server itself with tsx as its loader (what the tsx launcher's child does;
+  // Node 20 refuses --cpu-prof in NODE_OPTIONS), and writes the .cpuprofile when the server exits.
+  const [command, args] = cpuProfileDir
+    ? [
+        process.execPath,
+        ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`, "--import", "tsx", "apps/server/src/main.ts"],
+      ]
+    : [join(root, "node_modules/.bin/tsx"), ["apps/server/src/main.ts"]];
+  const child = spawn(command, args, {
     cwd: root,
     env,
     stdio: ["ignore", "pipe", "pipe"],
@@ -80,11 +104,13 @@ async function start(root: string, dataDir: string): Promise<{ child: ChildProce
     await new Promise((r) => setTimeout(r, 5));
   }
   const firstOkMs = performance.now() - started;
+  const pids = child.pid ? [child.pid, ...childrenOf(child.pid)] : [];
+  const cpu = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
   const logged = /"startupMs":(\d+)/.exec(output)?.[1];
   // Keep draining the log so the server never blocks on a full pipe.
   child.stdout?.resume();
   child.stderr?.resume();
-  return { child, run: { listeningMs, firstOkMs, serverStartupMs: logged ? Number(logged) : null } };
+  return { child, run: { listeningMs, firstOkMs, serverStartupMs: logged ? Number(logged) : null, cpuMs: cpu } };
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -96,7 +122,16 @@ async function stop(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-export async function measureRestart(root: string, restarts: number, idleSeconds: number): Promise<Restart> {
+/**
+ * The first start creates the data directory; then `restarts` restarts on it, the RSS measured after the last.
+ * With `cpuProfileDir`, the last restart runs under the CPU profiler (its times are then not figures to report).
+ */
+export async function measureRestart(
+  root: string,
+  restarts: number,
+  idleSeconds: number,
+  cpuProfileDir?: string,
+): Promise<Restart> {
   const parent = mkdtempSync(join(tmpdir(), "toolplane-bench-restart-"));
   const dataDir = join(parent, "data");
   const running: ChildProcess[] = [];
@@ -109,7 +144,7 @@ export async function measureRestart(root: string, restarts: number, idleSeconds
     let idleRssMb = Number.NaN;
     let launcherRssMb = Number.NaN;
     for (let i = 0; i < restarts; i++) {
-      const { child, run } = await start(root, dataDir);
+      const { child, run } = await start(root, dataDir, i === restarts - 1 ? cpuProfileDir : undefined);
       running.push(child);
       runs.push(run);
       if (i === restarts - 1 && child.pid) {

@@ -1,7 +1,8 @@
 // A server under test, in its own process (forked by main.ts with IPC), so the load generator never shares its
 // event loop or its core with the server it measures.
 //   BENCH_MODE=full  the real app (createApp) on PGlite (BENCH_DATA_DIR) or PostgreSQL (DATABASE_URL), with the
-//                    production logger at LOG_LEVEL (default info; main.ts sends stdout to /dev/null)
+//                    production logger at LOG_LEVEL (default info; main.ts sends stdout to /dev/null), the
+//                    built-in catalog and BENCH_CATALOG_DIR's entries
 //   BENCH_MODE=bare  a bare Express 5 app with the same app settings and two JSON routes that answer BENCH_PAYLOAD
 // Both print nothing; they report over IPC: { type: "ready", url, … } and answer { type: "seed" } and { type: "stop" }.
 import { randomBytes } from "node:crypto";
@@ -9,6 +10,7 @@ import { writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { Session } from "node:inspector/promises";
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import {
   bundledSpec,
   createApiKey,
@@ -24,6 +26,7 @@ import type { ParentMessage, TargetMessage } from "./protocol.ts";
 import { seedDeployments } from "./seed.ts";
 
 const send = (message: TargetMessage) => process.send?.(message);
+const BUILTIN_CATALOG = fileURLToPath(new URL("../../catalog/", import.meta.url));
 
 async function listen(app: Express): Promise<{ server: Server; url: string }> {
   const server = app.listen(0, "127.0.0.1");
@@ -54,6 +57,7 @@ async function main() {
   let database: DatabaseHandle | undefined;
   let instanceId = "";
   let providerId = "";
+  let providers: Record<string, string> = {};
   let app: Express;
   let apiKey = "";
   if (mode === "bare") {
@@ -62,16 +66,20 @@ async function main() {
     const databaseUrl = process.env.DATABASE_URL || undefined;
     const dataDir = process.env.BENCH_DATA_DIR ?? "";
     if (!databaseUrl && !dataDir) throw new Error("full mode needs DATABASE_URL or BENCH_DATA_DIR");
-    database = await openMigratedDatabase({ databaseUrl, dataDir });
+    // BENCH_CATALOG_DIR adds catalog entries (figures 4 and 5: a provider whose upstream the benchmark runs).
+    const extraCatalog = process.env.BENCH_CATALOG_DIR;
+    const catalogDirs = extraCatalog ? [BUILTIN_CATALOG, extraCatalog] : undefined;
+    database = await openMigratedDatabase({ databaseUrl, dataDir, catalogDirs });
     instanceId = await createInstance(database.db, "bench");
     apiKey = (await createApiKey(database.db, instanceId, "bench")).key;
-    const provider = await database.db
+    const catalog = await database.db
       .selectFrom("providers")
-      .select("id")
-      .where("slug", "=", "github")
+      .select(["id", "slug"])
       .where("instance_id", "is", null)
-      .executeTakeFirstOrThrow();
-    providerId = provider.id;
+      .execute();
+    providers = Object.fromEntries(catalog.map((p) => [p.slug, p.id]));
+    providerId = providers.github ?? "";
+    if (!providerId) throw new Error("the built-in catalog has no github provider");
     app = createApp({
       db: database.db,
       spec: bundledSpec,
@@ -120,7 +128,16 @@ async function main() {
       send({ type: "error", message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
     });
   });
-  send({ type: "ready", url, apiKey, providerId, instanceId, pid: process.pid, database: handle?.kind ?? null });
+  send({
+    type: "ready",
+    url,
+    apiKey,
+    providerId,
+    providers,
+    instanceId,
+    pid: process.pid,
+    database: handle?.kind ?? null,
+  });
 }
 
 main().catch((err: unknown) => {

@@ -2,6 +2,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { ParentMessage, Seeded, TargetMessage } from "./protocol.ts";
+import { rssMb } from "./restart.ts";
 
 const TARGET = fileURLToPath(new URL("./target.ts", import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL("..", import.meta.url));
@@ -14,6 +15,8 @@ export interface TargetOptions {
   dataDir?: string;
   payload?: unknown;
   logLevel?: string;
+  /** A directory of extra catalog entries (full mode). */
+  catalogDir?: string;
 }
 
 export class Target {
@@ -39,12 +42,25 @@ export class Target {
       BENCH_DATA_DIR: options.dataDir ?? "",
       BENCH_PAYLOAD: options.payload === undefined ? "" : JSON.stringify(options.payload),
       LOG_LEVEL: options.logLevel ?? "info",
+      BENCH_CATALOG_DIR: options.catalogDir ?? "",
     };
     delete env.TEST_DATABASE_URL;
-    // stdout (the request log) goes to /dev/null, as it would go to a log shipper; stderr stays visible.
-    const child = fork(TARGET, [], { cwd: BENCH_DIR, execArgv, env, stdio: ["ignore", "ignore", "inherit", "ipc"] });
-    const ready = await next(child, "ready");
-    return new Target(child, ready);
+    // stdout (the request log) goes to /dev/null, as it would go to a log shipper; stderr stays visible, and its
+    // first error line explains a target that dies before it is ready (a module that fails to load, say).
+    const child = fork(TARGET, [], { cwd: BENCH_DIR, execArgv, env, stdio: ["ignore", "ignore", "pipe", "ipc"] });
+    let stderr = "";
+    child.stderr?.on("data", (d: Buffer) => {
+      process.stderr.write(d);
+      if (stderr.length < 20_000) stderr += d.toString();
+    });
+    try {
+      return new Target(child, await next(child, "ready"));
+    } catch (err) {
+      const exited = child.exitCode !== null || child.signalCode !== null;
+      if (exited && child.stderr && !child.stderr.closed) await new Promise((r) => child.stderr?.once("close", r));
+      const cause = /^\w*Error\b.*$/m.exec(stderr)?.[0];
+      throw cause && err instanceof Error ? new Error(`${err.message}: ${cause}`) : err;
+    }
   }
 
   async seed(rows: number): Promise<Seeded> {
@@ -70,6 +86,11 @@ export class Target {
     const timer = setTimeout(() => this.child.kill("SIGKILL"), 30_000);
     await exited;
     clearTimeout(timer);
+  }
+
+  /** Resident memory of the target's process, in MB. */
+  rssMb(): number {
+    return rssMb(this.ready.pid);
   }
 
   kill(): void {
