@@ -12,6 +12,9 @@ const tsx = join(root, "node_modules/.bin/tsx");
 const dataDir = mkdtempSync(join(tmpdir(), "toolplane-e2e-"));
 const env = { ...process.env, TOOLPLANE_DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "warn", DATABASE_URL: "" };
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+// Each process start compiles TypeScript (tsx) and opens PGlite: seconds of CPU, many times that on a busy
+// 2-core machine. A generous bound, not a performance claim (pnpm bench measures restarts).
+const PROCESS_TEST_TIMEOUT_MS = 300_000;
 
 async function start(): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(tsx, ["src/main.ts"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
@@ -73,7 +76,7 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("server process and keys
       "Survives restarts",
     ]);
     expect(await stop(second.child)).toBe(0);
-  }, 60_000);
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it("creates, lists and revokes keys from the CLI", async () => {
     const created = await cli("keys", "create", "--name", "ci");
@@ -93,5 +96,5 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("server process and keys
     expect(await stop(again.child)).toBe(0);
 
     await expect(cli("keys", "frobnicate")).rejects.toMatchObject({ code: 2 });
-  }, 90_000);
+  }, PROCESS_TEST_TIMEOUT_MS);
 });
