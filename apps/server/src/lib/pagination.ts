@@ -21,6 +21,8 @@ interface Bound {
 }
 
 const DEFAULT_LIMIT = 20;
+/** Name of the far-side flag column added to a bounded page query; stripped from the rows. */
+const BEHIND = "__pagination_behind";
 
 /**
  * Keyset pagination on the time-sortable id: every page is an index range scan (`id > bound order by id
@@ -43,19 +45,29 @@ export async function paginate<DB, TB extends keyof DB, O extends { id: string }
     return sql<boolean>`${id} ${sql.raw(op)} ${b.id}`;
   };
 
-  const scan = bound ? query.where(beyond(bound, false)) : query;
-  const fetched = await scan
+  // The far side of the bound rides along as a scalar subquery column (evaluated once, as an InitPlan), so a page
+  // after a bound is one round trip like the first page. Not `exists(...)`: PostgreSQL drops the order by inside
+  // exists and may then seq-scan for a match; ordered toward the bound, the probe is one index step from it.
+  const probe = (b: Bound) =>
+    query
+      .clearSelect()
+      .select(id.as("id"))
+      .where(beyond(b, true))
+      .orderBy(sql`${id} ${sql.raw(ascending ? "desc" : "asc")}`)
+      .limit(1);
+  const scan = bound
+    ? query.where(beyond(bound, false)).select(sql<boolean>`(${probe(bound)}) is not null`.as(BEHIND))
+    : query;
+  const fetched = (await scan
     .orderBy(sql`${id} ${sql.raw(ascending ? "asc" : "desc")}`)
     .limit(limit + 1)
-    .execute();
+    .execute()) as (O & { [BEHIND]?: boolean })[];
   const more = fetched.length > limit;
-  const rows = fetched.slice(0, limit);
+  const rows = fetched.slice(0, limit).map(({ [BEHIND]: _, ...row }) => row as unknown as O);
   if (!forward) rows.reverse();
 
-  // The far side of the bound: one indexed probe tells whether anything lies there.
-  const behind = bound
-    ? (await query.clearSelect().select(sql`1`.as("one")).where(beyond(bound, true)).limit(1).execute()).length > 0
-    : false;
+  // An empty page carries no column, so only then is the far side probed separately.
+  const behind = !bound ? false : fetched[0] ? fetched[0][BEHIND] === true : (await probe(bound).execute()).length > 0;
   const hasMoreAfter = forward ? more : behind;
   const hasMoreBefore = forward ? behind : more;
 
