@@ -1,33 +1,56 @@
-import type { IncomingMessage } from "node:http";
+import type { RequestHandler } from "express";
 import { type Logger, pino } from "pino";
-import { pinoHttp } from "pino-http";
 import { newId } from "../lib/ids.ts";
 
 /** Never log credentials: headers that carry them, and bodies (which may hold secrets), are not logged at all. */
 const REDACT = ["req.headers.authorization", "req.headers.cookie", 'res.headers["set-cookie"]'];
 
+declare module "http" {
+  interface IncomingMessage {
+    /** The request id, also sent back as X-Request-Id. */
+    id: string;
+    /** A logger bound to this request (its id, method and URL). */
+    log: Logger;
+  }
+}
+
 export function createLogger(level: string): Logger {
   return pino({ level, redact: { paths: REDACT, censor: "[redacted]" } });
 }
 
-/** Structured request logs; each request gets an id (or keeps a sane X-Request-Id) echoed in the response. */
-export function requestLogger(logger: Logger) {
-  return pinoHttp({
-    logger,
-    genReqId: (req: IncomingMessage, res) => {
-      const given = req.headers["x-request-id"];
-      const id = typeof given === "string" && /^[\w.:-]{1,128}$/.test(given) ? given : newId("req");
-      res.setHeader("X-Request-Id", id);
-      return id;
-    },
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? "error" : "info"),
-    serializers: {
-      req: (req: { id: string; method: string; url: string }) => ({
-        id: req.id,
-        method: req.method,
-        url: req.url.replace(/([?&](?:code|state|token|access_token)=)[^&]*/g, "$1[redacted]"),
-      }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-    },
-  });
+/**
+ * One structured line per request (id, method, URL with OAuth codes and tokens masked, status, time), written when
+ * the response closes. Built by hand rather than with pino-http: that one serializes every request's headers into
+ * a child logger up front, which cost 10–20 % of a simple request's CPU. The per-request logger `req.log` is only
+ * created when something logs through it.
+ */
+export function requestLogger(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const startedAt = performance.now();
+    const given = req.headers["x-request-id"];
+    const id = typeof given === "string" && /^[\w.:-]{1,128}$/.test(given) ? given : newId("req");
+    res.setHeader("X-Request-Id", id);
+    req.id = id;
+    const request = { id, method: req.method, url: maskUrl(req.originalUrl) };
+    let child: Logger | undefined;
+    Object.defineProperty(req, "log", {
+      configurable: true,
+      get: () => {
+        child ??= logger.child({ req: request });
+        return child;
+      },
+    });
+    res.once("close", () => {
+      const status = res.statusCode;
+      const level = status >= 500 ? "error" : "info";
+      if (!logger.isLevelEnabled(level)) return;
+      logger[level](
+        { req: request, res: { statusCode: status }, responseTime: Math.round(performance.now() - startedAt) },
+        res.writableFinished ? "request completed" : "request aborted",
+      );
+    });
+    next();
+  };
 }
+
+const maskUrl = (url: string) => url.replace(/([?&](?:code|state|token|access_token)=)[^&]*/g, "$1[redacted]");

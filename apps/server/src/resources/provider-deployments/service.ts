@@ -1,6 +1,6 @@
 import { ApiError } from "@toolplane/server-stubs";
 import type { components } from "@toolplane/types";
-import { type ExpressionBuilder, sql } from "kysely";
+import { type Compilable, type CompiledQuery, createQueryId, type ExpressionBuilder, sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import type { Database, JsonObject } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
@@ -42,7 +42,86 @@ const visibleProvider = (instanceId: string) => (eb: ExpressionBuilder<Database,
   eb.or([eb("providers.instance_id", "is", null), eb("providers.instance_id", "=", instanceId)]);
 
 export class ProviderDeploymentService {
-  constructor(private readonly db: Db) {}
+  private readonly getQuery;
+  private readonly createQuery;
+
+  constructor(private readonly db: Db) {
+    this.getQuery = prepared(["instanceId", "id"], (p) =>
+      this.selectDeployments(p.instanceId).where("d.id", "=", p.id),
+    );
+    const createFields = [
+      "id",
+      "instanceId",
+      "providerId",
+      "versionId",
+      "configId",
+      "name",
+      "description",
+      "metadata",
+      "now",
+    ] as const;
+    this.createQuery = prepared(createFields, (p) => {
+      const insert = db
+        .insertInto("provider_deployments")
+        .columns([
+          "id",
+          "instance_id",
+          "provider_id",
+          "locked_version_id",
+          "default_config_id",
+          "name",
+          "description",
+          "metadata",
+          "created_at",
+          "updated_at",
+        ])
+        .expression((eb) =>
+          eb
+            .selectFrom("providers")
+            .select([
+              sql<string>`${p.id}::text`.as("id"),
+              sql<string>`${p.instanceId}::text`.as("instance_id"),
+              "providers.id as provider_id",
+              sql<string | null>`${p.versionId}::text`.as("locked_version_id"),
+              sql<string | null>`${p.configId}::text`.as("default_config_id"),
+              sql<string>`${p.name}::text`.as("name"),
+              sql<string | null>`${p.description}::text`.as("description"),
+              sql<string | null>`${p.metadata}::jsonb`.as("metadata"),
+              sql<Date>`${p.now}::timestamptz`.as("created_at"),
+              sql<Date>`${p.now}::timestamptz`.as("updated_at"),
+            ])
+            .where("providers.id", "=", p.providerId)
+            .where(visibleProvider(p.instanceId))
+            .where(({ or, exists, selectFrom }) =>
+              or([
+                sql<boolean>`${p.versionId}::text is null`,
+                exists(
+                  selectFrom("provider_versions as lv")
+                    .select("lv.id")
+                    .where("lv.id", "=", p.versionId)
+                    .whereRef("lv.provider_id", "=", "providers.id"),
+                ),
+              ]),
+            )
+            .where(({ or, exists, selectFrom }) =>
+              or([
+                sql<boolean>`${p.configId}::text is null`,
+                exists(
+                  selectFrom("provider_configs as c")
+                    .select("c.id")
+                    .where("c.id", "=", p.configId)
+                    .where("c.instance_id", "=", p.instanceId)
+                    .whereRef("c.provider_id", "=", "providers.id"),
+                ),
+              ]),
+            ),
+        )
+        .returningAll();
+      // The CTE's rows have the table's columns, so the joins of `get` apply to them unchanged.
+      const inserted = db.with("inserted", () => insert).selectFrom("inserted as d");
+      return this.selectDeployments(p.instanceId, inserted as unknown as ReturnType<typeof this.fromDeployments>);
+    });
+  }
 
   async list(instanceId: string, filters: DeploymentFilters) {
     let query = this.selectDeployments(instanceId);
@@ -64,12 +143,38 @@ export class ProviderDeploymentService {
   }
 
   async get(instanceId: string, id: string): Promise<Deployment> {
-    const row = await this.selectDeployments(instanceId).where("d.id", "=", id).executeTakeFirst();
+    const row = (await this.db.executeQuery(this.getQuery({ instanceId, id }))).rows[0];
     if (!row) throw ApiError.notFound(DEPLOYMENT_ENTITY, id);
     return toApi(row);
   }
 
-  async create(instanceId: string, body: DeploymentCreate): Promise<Deployment> {
+  /**
+   * One statement: the insert selects from the provider and checks the locked version and the default config in
+   * its WHERE, and the CTE's row is read back with the joins of `get`. Only when nothing was inserted do the
+   * lookups run one by one, to say which reference is wrong.
+   */
+  async create(instanceId: string, body: DeploymentCreate, retried = false): Promise<Deployment> {
+    const query = this.createQuery({
+      id: newId("pde"),
+      instanceId,
+      providerId: body.provider_id,
+      versionId: body.locked_provider_version_id ?? null,
+      configId: body.config?.provider_config_id ?? null,
+      name: body.name,
+      description: body.description ?? null,
+      metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
+      now: new Date(),
+    });
+    const row = (await this.db.executeQuery(query)).rows[0];
+    if (row) return toApi(row);
+    await this.explainRejectedCreate(instanceId, body);
+    // The references were fine a moment later: one of them changed concurrently, so try once more.
+    if (retried) throw new ApiError("conflict", "The provider, version or config changed meanwhile; retry.");
+    return this.create(instanceId, body, true);
+  }
+
+  /** Throws the 404 or 400 that a rejected create deserves. */
+  private async explainRejectedCreate(instanceId: string, body: DeploymentCreate): Promise<void> {
     const provider = await this.db
       .selectFrom("providers")
       .select("id")
@@ -109,24 +214,6 @@ export class ProviderDeploymentService {
         );
       }
     }
-    const now = new Date();
-    const id = newId("pde");
-    await this.db
-      .insertInto("provider_deployments")
-      .values({
-        id,
-        instance_id: instanceId,
-        provider_id: provider.id,
-        locked_version_id: body.locked_provider_version_id ?? null,
-        default_config_id: configId ?? null,
-        name: body.name,
-        description: body.description ?? null,
-        metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
-    return this.get(instanceId, id);
   }
 
   async update(instanceId: string, id: string, body: DeploymentUpdate): Promise<Deployment> {
@@ -208,9 +295,12 @@ export class ProviderDeploymentService {
     return version;
   }
 
-  private selectDeployments(instanceId: string) {
-    return this.db
-      .selectFrom("provider_deployments as d")
+  private fromDeployments() {
+    return this.db.selectFrom("provider_deployments as d");
+  }
+
+  private selectDeployments(instanceId: string, from = this.fromDeployments()) {
+    return from
       .innerJoin("providers as p", "p.id", "d.provider_id")
       .leftJoin("provider_versions as lv", "lv.id", "d.locked_version_id")
       .leftJoin("provider_versions as v", (join) =>
@@ -297,6 +387,21 @@ function toApi(r: DeploymentRow): Deployment {
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
   };
+}
+
+/**
+ * A query built and compiled once, with placeholders where the per-request values go: Kysely would otherwise
+ * rebuild and compile the same AST on every request (about 0.1 ms for the deployment joins).
+ */
+function prepared<K extends string, R>(names: readonly K[], build: (p: Record<K, string>) => Compilable<R>) {
+  const placeholders = Object.fromEntries(names.map((name) => [name, `\0${name}`])) as Record<K, string>;
+  const compiled = build(placeholders).compile();
+  const slots = compiled.parameters.map((value) => names.find((name) => placeholders[name] === value));
+  return (values: Record<K, unknown>): CompiledQuery<R> => ({
+    ...compiled,
+    queryId: createQueryId(),
+    parameters: slots.map((name, i) => (name === undefined ? compiled.parameters[i] : values[name])),
+  });
 }
 
 function invalid(path: string[], message: string): ApiError {
