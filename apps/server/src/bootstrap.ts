@@ -1,10 +1,10 @@
 import { createApiKey, createInstance } from "./auth/api-keys.ts";
-import { BUILTIN_CATALOG_DIR, loadCatalog, readCatalog } from "./catalog/loader.ts";
+import { BUILTIN_CATALOG_DIR, syncCatalog } from "./catalog/loader.ts";
 import type { Config } from "./config.ts";
 import { type DatabaseHandle, openDatabase } from "./db/database.ts";
 import { migrate } from "./db/migrate.ts";
 
-/** Opens the configured database, applies pending migrations and loads the catalog. */
+/** Opens the configured database, applies pending migrations and loads the catalog if it changed. */
 export async function openMigratedDatabase(
   config: Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "catalogDirs">>,
 ): Promise<DatabaseHandle> {
@@ -12,8 +12,9 @@ export async function openMigratedDatabase(
     config.databaseUrl ? { kind: "postgres", url: config.databaseUrl } : { kind: "pglite", dataDir: config.dataDir },
   );
   try {
-    await migrate(handle.db);
-    await loadCatalog(handle.db, readCatalog(config.catalogDirs ?? [BUILTIN_CATALOG_DIR]));
+    const migrated = await migrate(handle.db);
+    // A migration may reshape catalog rows, so the catalog is reloaded after one even when its files are unchanged.
+    await syncCatalog(handle.db, config.catalogDirs ?? [BUILTIN_CATALOG_DIR], migrated.length > 0);
   } catch (err) {
     await handle.close();
     throw err;

@@ -54,47 +54,55 @@ const status = async (url: string, key?: string) =>
 
 // The PostgreSQL run covers the data layer; this file is about the embedded default, so it runs once.
 describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("server process and keys CLI", () => {
-  it("creates an instance and prints a key on first start, keeps data across restarts, stops on SIGTERM", async () => {
-    const first = await start();
-    const key = keyIn(first.output());
-    expect(key).toBeDefined();
-    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
-    expect((await fetch(`${first.url}/health`)).status).toBe(200);
-    expect((await fetch(`${first.url}/ready`)).status).toBe(200);
-    const created = await fetch(`${first.url}/provider-groups`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ name: "Survives restarts" }),
-    });
-    expect(created.status).toBe(201);
-    expect(await stop(first.child)).toBe(0);
+  it(
+    "creates an instance and prints a key on first start, keeps data across restarts, stops on SIGTERM",
+    async () => {
+      const first = await start();
+      const key = keyIn(first.output());
+      expect(key).toBeDefined();
+      expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+      expect((await fetch(`${first.url}/health`)).status).toBe(200);
+      expect((await fetch(`${first.url}/ready`)).status).toBe(200);
+      const created = await fetch(`${first.url}/provider-groups`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ name: "Survives restarts" }),
+      });
+      expect(created.status).toBe(201);
+      expect(await stop(first.child)).toBe(0);
 
-    const second = await start();
-    expect(keyIn(second.output())).toBeUndefined();
-    const list = await fetch(`${second.url}/provider-groups`, { headers: { authorization: `Bearer ${key}` } });
-    expect(((await list.json()) as { items: { name: string }[] }).items.map((g) => g.name)).toEqual([
-      "Survives restarts",
-    ]);
-    expect(await stop(second.child)).toBe(0);
-  }, PROCESS_TEST_TIMEOUT_MS);
+      const second = await start();
+      expect(keyIn(second.output())).toBeUndefined();
+      const list = await fetch(`${second.url}/provider-groups`, { headers: { authorization: `Bearer ${key}` } });
+      expect(((await list.json()) as { items: { name: string }[] }).items.map((g) => g.name)).toEqual([
+        "Survives restarts",
+      ]);
+      expect(await stop(second.child)).toBe(0);
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 
-  it("creates, lists and revokes keys from the CLI", async () => {
-    const created = await cli("keys", "create", "--name", "ci");
-    const key = keyIn(created.stdout);
-    expect(key).toBeDefined();
-    const listed = await cli("keys", "list");
-    expect(listed.stdout).toContain("ci");
-    expect(listed.stdout).not.toContain(key?.slice("tp_".length + 13) ?? "<none>");
+  it(
+    "creates, lists and revokes keys from the CLI",
+    async () => {
+      const created = await cli("keys", "create", "--name", "ci");
+      const key = keyIn(created.stdout);
+      expect(key).toBeDefined();
+      const listed = await cli("keys", "list");
+      expect(listed.stdout).toContain("ci");
+      expect(listed.stdout).not.toContain(key?.slice("tp_".length + 13) ?? "<none>");
 
-    const server = await start();
-    expect(await status(server.url, key)).toBe(200);
-    await stop(server.child);
-    const prefix = key?.split("_")[1] ?? "";
-    expect((await cli("keys", "revoke", prefix)).stdout).toContain("Revoked");
-    const again = await start();
-    expect(await status(again.url, key)).toBe(401);
-    expect(await stop(again.child)).toBe(0);
+      const server = await start();
+      expect(await status(server.url, key)).toBe(200);
+      await stop(server.child);
+      const prefix = key?.split("_")[1] ?? "";
+      expect((await cli("keys", "revoke", prefix)).stdout).toContain("Revoked");
+      const again = await start();
+      expect(await status(again.url, key)).toBe(401);
+      expect(await stop(again.child)).toBe(0);
 
-    await expect(cli("keys", "frobnicate")).rejects.toMatchObject({ code: 2 });
-  }, PROCESS_TEST_TIMEOUT_MS);
+      await expect(cli("keys", "frobnicate")).rejects.toMatchObject({ code: 2 });
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 });

@@ -565,6 +565,14 @@ export interface Database {
   custom_provider_environments: CustomProviderEnvironmentsTable;
   custom_provider_commits: CustomProviderCommitsTable;
   custom_provider_jobs: CustomProviderJobsTable;
+  catalog_state: CatalogStateTable;
+}
+
+/** The digest of the catalog last loaded in full (catalog/loader.ts `syncCatalog`). */
+export interface CatalogStateTable {
+  singleton: Generated<boolean>;
+  digest: string;
+  loaded_at: Timestamp;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

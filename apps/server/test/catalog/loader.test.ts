@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { unwrap } from "@toolplane/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUILTIN_CATALOG_DIR, loadCatalog, readCatalog } from "../../src/catalog/loader.ts";
+import { BUILTIN_CATALOG_DIR, loadCatalog, readCatalog, syncCatalog } from "../../src/catalog/loader.ts";
 import { startTestServer, type TestServer } from "../support/server.ts";
 
 let t: TestServer;
@@ -144,5 +144,37 @@ describe("catalog loader", () => {
     expect(() => readCatalog([BUILTIN_CATALOG_DIR, catalogDir({ "e.yaml": entry("everything", "1") })])).toThrow(
       /declared twice/,
     );
+  });
+
+  it("reloads at start only when the catalog files changed, after a partial load, or when forced", async () => {
+    const entry = (name: string) =>
+      [
+        "slug: synced",
+        `name: ${name}`,
+        "publisher: {slug: p, name: P}",
+        "current_version: '1'",
+        "versions:",
+        "  - {version: '1', status: released, runtime: {type: remote, url: 'http://127.0.0.1:1/mcp', protocol: streamable_http}, config_schema: {type: object}, tools: []}",
+        "auth_methods: []",
+      ].join("\n");
+    const dir = catalogDir({ "synced.yaml": entry("First") });
+    const dirs = [BUILTIN_CATALOG_DIR, dir];
+    const name = async () =>
+      (await t.db.selectFrom("providers").select("name").where("slug", "=", "synced").executeTakeFirstOrThrow()).name;
+
+    expect(await syncCatalog(t.db, dirs)).toBe(true);
+    expect(await name()).toBe("First");
+    expect(await syncCatalog(t.db, dirs)).toBe(false);
+
+    writeFileSync(join(dir, "synced.yaml"), entry("Second"));
+    expect(await syncCatalog(t.db, dirs)).toBe(true);
+    expect(await name()).toBe("Second");
+    expect(await syncCatalog(t.db, [BUILTIN_CATALOG_DIR])).toBe(true);
+    expect(await syncCatalog(t.db, [BUILTIN_CATALOG_DIR])).toBe(false);
+
+    // A partial load (the catalog CLI) may override entries, so the next start reloads the whole catalog.
+    await loadCatalog(t.db, readCatalog([dir]));
+    expect(await syncCatalog(t.db, [BUILTIN_CATALOG_DIR])).toBe(true);
+    expect(await syncCatalog(t.db, [BUILTIN_CATALOG_DIR], true)).toBe(true);
   });
 });

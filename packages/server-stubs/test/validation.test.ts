@@ -1,0 +1,42 @@
+import spec from "@toolplane/spec/openapi.json" with { type: "json" };
+import { describe, expect, it } from "vitest";
+import { ApiError, type OpenApiDocument, operationTable } from "../src/index.ts";
+import { compileValidators } from "../src/validation.ts";
+
+const document = spec as unknown as OpenApiDocument;
+
+describe("validators", () => {
+  // The server compiles each operation's validators on its first request; this keeps a spec whose schemas
+  // cannot compile failing here, before any request finds out.
+  it("compile for every operation of the spec", () => {
+    const validators = compileValidators(document, operationTable);
+    expect(validators.size).toBe(operationTable.length);
+    for (const op of operationTable) expect(() => validators.get(op.operationId)?.compile()).not.toThrow();
+  });
+
+  it("fail loudly on a schema that cannot compile", () => {
+    const broken = structuredClone(document);
+    const op = operationTable.find((o) => o.operationId === "listProviderGroups");
+    const operation = op && broken.paths[op.path]?.[op.method];
+    if (!op || !operation) throw new Error("listProviderGroups is not in the spec");
+    operation.parameters = [{ name: "limit", in: "query", schema: { $ref: "#/components/schemas/Missing" } }];
+    const validator = compileValidators(broken, [op]).get(op.operationId);
+    expect(() => validator?.compile()).toThrow(/Missing/);
+    // A request reaching it is a server error, never a pass.
+    expect(() => validator?.query("limit=1")).toThrow(/Missing/);
+  });
+
+  it("give the same error details on first and later use", () => {
+    const validator = compileValidators(document, operationTable).get("listProviderGroups");
+    const attempt = () => {
+      try {
+        validator?.query("limit=abc&nope=1");
+      } catch (err) {
+        return err instanceof ApiError ? err.toBody() : err;
+      }
+    };
+    const first = attempt();
+    expect(first).toMatchObject({ code: "invalid_data", entity: "query" });
+    expect(attempt()).toEqual(first);
+  });
+});
