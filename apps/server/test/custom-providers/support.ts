@@ -11,6 +11,7 @@ import type { components } from "@toolplane/types";
 import { DeployJobRunner } from "../../src/custom-providers/job-runner.ts";
 import type { Db } from "../../src/db/database.ts";
 import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
+import { fixture, useTestServer } from "../support/fixture.ts";
 import type { TestServer } from "../support/server.ts";
 
 type Version = components["schemas"]["CustomProviderVersion"];
@@ -166,3 +167,20 @@ export async function environments(t: TestServer, customProviderId: string) {
 }
 
 export type { ErrorBody };
+
+/**
+ * A file's usual setup: a test server, a deploy job runner on it and a remote MCP upstream serving REMOTE_TOOLS,
+ * made in beforeAll and stopped in afterAll.
+ */
+export function useRemoteProviderSetup() {
+  const t = useTestServer();
+  const runner = fixture(
+    () => startRunner(t),
+    (r) => r.stop(),
+  );
+  const upstream = fixture(
+    () => startMcpUpstream({ tools: REMOTE_TOOLS }),
+    (u) => u.close(),
+  );
+  return { t, runner, upstream };
+}

@@ -1,31 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { UpstreamCredentials } from "../../src/oauth/upstream-credentials.ts";
 import { dumpAllTables } from "../support/catalog-fixtures.ts";
-import {
-  deploymentWithApp,
-  followFlow,
-  loadOAuthProvider,
-  type OAuthProvider,
-  type OAuthServer,
-  type OAuthTestServer,
-  redirectQuery,
-  startOAuthServer,
-  startOAuthTestServer,
-} from "./support.ts";
+import { deploymentWithApp, followFlow, redirectQuery, useOAuthSetup } from "./support.ts";
 
 /** OAuth setups, setup sessions and token imports: tenancy, authentication, and secrets kept secret. */
-let t: OAuthTestServer;
-let oauth: OAuthServer;
-let provider: OAuthProvider;
-beforeAll(async () => {
-  [t, oauth] = await Promise.all([startOAuthTestServer(), startOAuthServer()]);
-  provider = await loadOAuthProvider(t.db, oauth);
-});
-afterAll(async () => {
-  await oauth.close();
-  await t.close();
-});
+const { t, oauth, provider } = useOAuthSetup();
 
 /** A response body as the fields a test reads. */
 type Body = { id: string; url: string; items: unknown[]; id_token: string | null; auth_config: { id: string } };

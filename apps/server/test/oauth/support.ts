@@ -12,6 +12,7 @@ import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
 import { bundledSpec } from "../../src/spec.ts";
 import { catalogEntry, loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { createTestDatabase } from "../support/database.ts";
+import { fixture } from "../support/fixture.ts";
 import type { Tenant, TestServer } from "../support/server.ts";
 
 /**
@@ -218,3 +219,14 @@ export async function followFlow(setupUrl: string, options: { beforeCallback?: (
 /** The query of a redirect response's Location. */
 export const redirectQuery = (res: Response) =>
   Object.fromEntries(new URL(res.headers.get("location") ?? "").searchParams);
+
+/**
+ * A file's usual OAuth setup: the app on a port of its own, a real authorization server, and a catalog provider
+ * pointing at it — made in beforeAll, stopped in afterAll.
+ */
+export function useOAuthSetup() {
+  const t = fixture(startOAuthTestServer, (server) => server.close());
+  const oauth = fixture(startOAuthServer, (server) => server.close());
+  const provider = fixture(() => loadOAuthProvider(t.db, oauth));
+  return { t, oauth, provider };
+}

@@ -1,34 +1,14 @@
 import { ApiError } from "@toolplane/server-stubs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { UpstreamCredentials } from "../../src/oauth/upstream-credentials.ts";
 import { credentialAad } from "../../src/resources/provider-auth-configs/credential-data.ts";
-import {
-  deploymentWithApp,
-  followFlow,
-  loadOAuthProvider,
-  type OAuthProvider,
-  type OAuthServer,
-  type OAuthTestServer,
-  redirectQuery,
-  startOAuthServer,
-  startOAuthTestServer,
-} from "./support.ts";
+import { deploymentWithApp, followFlow, redirectQuery, useOAuthSetup } from "./support.ts";
 
 /**
  * The token lifecycle against a real OAuth server: connections are made through the real flow, with the
  * server told to issue short-lived access tokens where a test needs one that is about to expire.
  */
-let t: OAuthTestServer;
-let oauth: OAuthServer;
-let provider: OAuthProvider;
-beforeAll(async () => {
-  [t, oauth] = await Promise.all([startOAuthTestServer(), startOAuthServer()]);
-  provider = await loadOAuthProvider(t.db, oauth);
-});
-afterAll(async () => {
-  await oauth.close();
-  await t.close();
-});
+const { t, oauth, provider } = useOAuthSetup();
 
 /** An auth config made by a completed OAuth setup whose access token expires in `expiresIn` seconds. */
 async function connection(expiresIn: number) {

@@ -1,31 +1,14 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   closedPortUrl,
   createRemote,
   firstVersion,
-  type McpUpstream,
-  REMOTE_TOOLS,
-  type Runner,
-  startMcpUpstream,
-  startRunner,
+  useRemoteProviderSetup,
   waitForDeployment,
 } from "../../custom-providers/support.ts";
-import { type StartedTestServer, startTestServer } from "../../support/server.ts";
 
-let t: StartedTestServer;
-let runner: Runner;
-let upstream: McpUpstream;
-beforeAll(async () => {
-  t = await startTestServer();
-  runner = await startRunner(t);
-  upstream = await startMcpUpstream({ tools: REMOTE_TOOLS });
-});
-afterAll(async () => {
-  await runner.stop();
-  await upstream.close();
-  await t.close();
-});
+const { t, upstream } = useRemoteProviderSetup();
 
 describe("custom provider versions", () => {
   it("creates numbered versions with their own provider versions, config schema and transformer", async () => {

@@ -1,32 +1,16 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   createRemote,
   environments,
   firstVersion,
   getCustomProvider,
-  type McpUpstream,
   REMOTE_TOOLS,
-  type Runner,
-  startMcpUpstream,
-  startRunner,
+  useRemoteProviderSetup,
   waitForDeployment,
 } from "../../custom-providers/support.ts";
-import { type StartedTestServer, startTestServer } from "../../support/server.ts";
 
-let t: StartedTestServer;
-let runner: Runner;
-let upstream: McpUpstream;
-beforeAll(async () => {
-  t = await startTestServer();
-  runner = await startRunner(t);
-  upstream = await startMcpUpstream({ tools: REMOTE_TOOLS });
-});
-afterAll(async () => {
-  await runner.stop();
-  await upstream.close();
-  await t.close();
-});
+const { t, upstream } = useRemoteProviderSetup();
 
 describe("custom providers", () => {
   it("creates a remote custom provider with its catalog provider, environments and a queued v1", async () => {

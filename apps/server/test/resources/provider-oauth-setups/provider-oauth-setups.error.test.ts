@@ -1,28 +1,8 @@
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  deploymentWithApp,
-  followFlow,
-  loadOAuthProvider,
-  type OAuthProvider,
-  type OAuthServer,
-  type OAuthTestServer,
-  redirectQuery,
-  startOAuthServer,
-  startOAuthTestServer,
-} from "../../oauth/support.ts";
+import { describe, expect, it } from "vitest";
+import { deploymentWithApp, followFlow, redirectQuery, useOAuthSetup } from "../../oauth/support.ts";
 
-let t: OAuthTestServer;
-let oauth: OAuthServer;
-let provider: OAuthProvider;
-beforeAll(async () => {
-  [t, oauth] = await Promise.all([startOAuthTestServer(), startOAuthServer()]);
-  provider = await loadOAuthProvider(t.db, oauth);
-});
-afterAll(async () => {
-  await oauth.close();
-  await t.close();
-});
+const { t, oauth, provider } = useOAuthSetup();
 
 const REDIRECT = "https://app.example.test/done";
 

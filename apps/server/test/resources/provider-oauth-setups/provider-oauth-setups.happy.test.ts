@@ -1,31 +1,10 @@
 import { createHash } from "node:crypto";
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { credentialAad } from "../../../src/resources/provider-auth-configs/credential-data.ts";
-import {
-  deploymentWithApp,
-  followFlow,
-  loadOAuthProvider,
-  type OAuthProvider,
-  type OAuthServer,
-  type OAuthTestServer,
-  RESOURCE,
-  redirectQuery,
-  startOAuthServer,
-  startOAuthTestServer,
-} from "../../oauth/support.ts";
+import { deploymentWithApp, followFlow, RESOURCE, redirectQuery, useOAuthSetup } from "../../oauth/support.ts";
 
-let t: OAuthTestServer;
-let oauth: OAuthServer;
-let provider: OAuthProvider;
-beforeAll(async () => {
-  [t, oauth] = await Promise.all([startOAuthTestServer(), startOAuthServer()]);
-  provider = await loadOAuthProvider(t.db, oauth);
-});
-afterAll(async () => {
-  await oauth.close();
-  await t.close();
-});
+const { t, oauth, provider } = useOAuthSetup();
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 

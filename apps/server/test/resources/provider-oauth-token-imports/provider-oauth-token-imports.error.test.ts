@@ -1,26 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  deploymentWithApp,
-  loadOAuthProvider,
-  type OAuthProvider,
-  type OAuthServer,
-  type OAuthTestServer,
-  startOAuthServer,
-  startOAuthTestServer,
-} from "../../oauth/support.ts";
+import { describe, expect, it } from "vitest";
+import { deploymentWithApp, useOAuthSetup } from "../../oauth/support.ts";
 import { catalogEverything } from "../../support/auth-fixtures.ts";
 
-let t: OAuthTestServer;
-let oauth: OAuthServer;
-let provider: OAuthProvider;
-beforeAll(async () => {
-  [t, oauth] = await Promise.all([startOAuthTestServer(), startOAuthServer()]);
-  provider = await loadOAuthProvider(t.db, oauth);
-});
-afterAll(async () => {
-  await oauth.close();
-  await t.close();
-});
+const { t, provider } = useOAuthSetup();
 
 const post = (body: unknown) =>
   t.fetch("/provider-oauth/token-imports", {

@@ -1,28 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { unwrap } from "@toolplane/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { UpstreamCredentials } from "../../../src/oauth/upstream-credentials.ts";
-import {
-  deploymentWithApp,
-  loadOAuthProvider,
-  type OAuthProvider,
-  type OAuthServer,
-  type OAuthTestServer,
-  startOAuthServer,
-  startOAuthTestServer,
-} from "../../oauth/support.ts";
+import { deploymentWithApp, useOAuthSetup } from "../../oauth/support.ts";
 
-let t: OAuthTestServer;
-let oauth: OAuthServer;
-let provider: OAuthProvider;
-beforeAll(async () => {
-  [t, oauth] = await Promise.all([startOAuthTestServer(), startOAuthServer()]);
-  provider = await loadOAuthProvider(t.db, oauth);
-});
-afterAll(async () => {
-  await oauth.close();
-  await t.close();
-});
+const { t, provider } = useOAuthSetup();
 
 const token = () => `imported-${randomBytes(12).toString("hex")}`;
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
