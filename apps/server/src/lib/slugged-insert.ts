@@ -3,9 +3,12 @@ import type { Db } from "../db/database.ts";
 import { isUniqueViolation } from "./db-errors.ts";
 import { slugify, uniqueSlug } from "./slug.ts";
 
+const DETERMINISTIC_ROUNDS = 16;
+
 /**
  * Inserts a row whose slug derives from its name and must be unique in its scope: picks the first free
- * `name`, `name-2`, … and retries if a concurrent insert took it first; under a burst of identical names it
+ * `name`, `name-2`, … and retries if a concurrent insert took it first (each round lets at least one of the
+ * racers in, so a burst of up to DETERMINISTIC_ROUNDS identical names still gets `name-N`); beyond that it
  * falls back to a random suffix so no caller is refused.
  */
 export async function insertWithUniqueSlug<T>(
@@ -16,11 +19,13 @@ export async function insertWithUniqueSlug<T>(
   const base = slugify(name);
   for (let attempt = 0; ; attempt++) {
     const slug =
-      attempt < 3 ? uniqueSlug(base, new Set(await takenSlugs(base))) : `${base}-${randomBytes(3).toString("hex")}`;
+      attempt < DETERMINISTIC_ROUNDS
+        ? uniqueSlug(base, new Set(await takenSlugs(base)))
+        : `${base}-${randomBytes(3).toString("hex")}`;
     try {
       return await insert(slug);
     } catch (err) {
-      if (!isUniqueViolation(err) || attempt >= 10) throw err;
+      if (!isUniqueViolation(err) || attempt >= DETERMINISTIC_ROUNDS + 5) throw err;
     }
   }
 }
