@@ -1,9 +1,10 @@
 import type { CatalogTool, CustomProviderSource, JsonObject, Runtime } from "../db/schema.ts";
+import type { UpstreamTarget } from "../runtimes/connect.ts";
 import { applyTransformer } from "../runtimes/transformer.ts";
 import { DockerEngine } from "./container-engine.ts";
 import { DeployError } from "./deploy-error.ts";
-import { functionEnv, materializeFunction } from "./function-runtime.ts";
-import { ProbeError, probe, type UpstreamTarget } from "./probe.ts";
+import { materializeFunction } from "./function-runtime.ts";
+import { ProbeError, probe } from "./probe.ts";
 
 export interface DeployOptions {
   /** Where function versions' files are written. */
@@ -16,10 +17,7 @@ export interface DeployOptions {
 
 /** The probe target of a runtime under a config (null while deploying: no deployment config exists yet). */
 export function upstreamTarget(runtime: Runtime, config: JsonObject | null): UpstreamTarget {
-  const applied = applyTransformer(runtime.transformer, config);
-  return runtime.type === "remote"
-    ? { type: "remote", url: runtime.url, protocol: runtime.protocol, headers: applied.headers, query: applied.query }
-    : { type: "stdio", command: runtime.command, args: runtime.args, env: functionEnv(applied.env) };
+  return { runtime, ...applyTransformer(runtime.transformer, config) };
 }
 
 /**

@@ -41,8 +41,3 @@ export async function materializeFunction(
     timeout_ms: source.timeout_ms,
   };
 }
-
-/** Transformer variables a function process gets: `NODE_*` (NODE_OPTIONS could lift the memory cap) are left out. */
-export function functionEnv(env: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.toUpperCase().startsWith("NODE_")));
-}

@@ -1,20 +1,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { CatalogTool } from "../db/schema.ts";
-
-/** Where a short-lived probe connects: a remote MCP endpoint or a stdio child process. */
-export type UpstreamTarget =
-  | {
-      type: "remote";
-      url: string;
-      protocol: "streamable_http" | "sse";
-      headers?: Record<string, string>;
-      query?: Record<string, string>;
-    }
-  | { type: "stdio"; command: string; args: string[]; env?: Record<string, string>; cwd?: string };
+import { createTransport, type UpstreamTarget } from "../runtimes/connect.ts";
 
 /** A deployment failure with a stable code (see CustomProviderError in the spec); the message holds no secrets. */
 export class ProbeError extends Error {
@@ -44,8 +32,8 @@ const DETAIL_MAX = 300;
 
 /** The endpoint as shown in messages: no query string or credentials, which may carry config secrets. */
 function describe(target: UpstreamTarget): string {
-  if (target.type === "stdio") return "the function process";
-  const url = new URL(target.url);
+  if (target.runtime.type === "stdio") return "the function process";
+  const url = new URL(target.runtime.url);
   return `${url.origin}${url.pathname}`;
 }
 
@@ -80,30 +68,14 @@ async function bounded<T>(work: Promise<T>, options: ProbeOptions, what: string,
 }
 
 function transportFor(target: UpstreamTarget): { transport: Transport; stderrTail: () => string } {
-  if (target.type === "stdio") {
-    const transport = new StdioClientTransport({
-      command: target.command,
-      args: target.args,
-      // Only the SDK's short list of safe variables (PATH, HOME, …) plus the transformer's: never ours.
-      env: target.env ?? {},
-      cwd: target.cwd,
-      stderr: "pipe",
-    });
-    let tail = "";
+  const transport = createTransport(target, "pipe");
+  let tail = "";
+  if (transport instanceof StdioClientTransport) {
     transport.stderr?.on("data", (chunk: Buffer) => {
       tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL);
     });
-    return { transport, stderrTail: () => tail.trim() };
   }
-  const url = new URL(target.url);
-  for (const [name, value] of Object.entries(target.query ?? {})) url.searchParams.set(name, value);
-  const requestInit = { headers: target.headers ?? {} };
-  // Both transports send requestInit's headers on every request, the SSE stream's GET included.
-  const transport =
-    target.protocol === "sse"
-      ? new SSEClientTransport(url, { requestInit })
-      : new StreamableHTTPClientTransport(url, { requestInit });
-  return { transport, stderrTail: () => "" };
+  return { transport, stderrTail: () => tail.trim() };
 }
 
 /** Connects and runs `initialize`; failures become ProbeErrors with a code saying which step failed. */
@@ -121,7 +93,7 @@ export async function connectUpstream(target: UpstreamTarget, options: ProbeOpti
     await close();
     if (error instanceof ProbeError) throw error;
     const where = describe(target);
-    if (target.type === "stdio" && (exited || (error as { code?: unknown }).code === "ENOENT")) {
+    if (target.runtime.type === "stdio" && (exited || (error as { code?: unknown }).code === "ENOENT")) {
       const stderr = stderrTail();
       throw new ProbeError(
         "process_exited",

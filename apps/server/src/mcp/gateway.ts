@@ -187,7 +187,7 @@ export class Gateway {
         headers.Authorization = `Bearer ${credential.values.token}`;
       }
     }
-    const target: UpstreamTarget = { runtime, headers, query: applied.query, env: applied.env };
+    const target: UpstreamTarget = { runtime, ...applied, headers };
     return this.pool.get(provider.sessionProviderId, target);
   }
 }

@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Runtime } from "../db/schema.ts";
@@ -25,19 +25,32 @@ export function resolvePackagePlaceholders(arg: string): string {
   );
 }
 
-function transportFor(target: UpstreamTarget): Transport {
+/**
+ * The transformer's variables a stdio child gets (next to the SDK's safe defaults and the runtime's own): never
+ * `NODE_*`, which (NODE_OPTIONS) could lift a function's memory cap or preload code.
+ */
+function childEnv(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.toUpperCase().startsWith("NODE_")));
+}
+
+/**
+ * The SDK transport for a target: the one place a runtime becomes a connection, for the gateway's pool and for
+ * deploy probes alike. `stderr: "pipe"` lets a probe report why a child process died.
+ */
+export function createTransport(target: UpstreamTarget, stderr: "ignore" | "pipe" = "ignore"): Transport {
   const { runtime } = target;
   if (runtime.type === "stdio") {
     return new StdioClientTransport({
       command: runtime.command,
       args: runtime.args.map(resolvePackagePlaceholders),
-      // Only the SDK's safe default variables are inherited: the server's own secrets never reach a child.
-      env: { ...getDefaultEnvironment(), ...runtime.env, ...target.env },
-      stderr: "ignore",
+      // The SDK adds only its safe default variables: the server's own secrets never reach a child.
+      env: { ...runtime.env, ...childEnv(target.env) },
+      stderr,
     });
   }
   const url = new URL(runtime.url);
   for (const [name, value] of Object.entries(target.query)) url.searchParams.set(name, value);
+  // Both transports send requestInit's headers on every request, the SSE stream's GET included.
   const requestInit = { headers: target.headers };
   return runtime.protocol === "sse"
     ? new SSEClientTransport(url, { requestInit })
@@ -52,7 +65,7 @@ export async function connectUpstream(
 ): Promise<Client> {
   const client = new Client({ name: "toolplane-gateway", version: "0.1.0" });
   client.onclose = onClose;
-  const transport = transportFor(target);
+  const transport = createTransport(target);
   const abort = () => void client.close();
   signal.addEventListener("abort", abort, { once: true });
   try {

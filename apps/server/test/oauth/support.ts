@@ -1,19 +1,9 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import { Writable } from "node:stream";
-import { createToolplaneClient } from "@toolplane/client";
 import { OAuth2Server } from "oauth2-mock-server";
-import { pino } from "pino";
 import { expect } from "vitest";
-import { createApp } from "../../src/app.ts";
-import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
-import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
-import { bundledSpec } from "../../src/spec.ts";
 import { catalogEntry, loadTestCatalog } from "../support/catalog-fixtures.ts";
-import { createTestDatabase } from "../support/database.ts";
 import { fixture } from "../support/fixture.ts";
-import type { Tenant, TestServer } from "../support/server.ts";
+import { type StartedTestServer, startTestServer, type TestServer } from "../support/server.ts";
 
 /**
  * Test support for the OAuth flows: the real app with its public URL set to where it listens (so setup links
@@ -21,66 +11,11 @@ import type { Tenant, TestServer } from "../support/server.ts";
  * (oauth2-mock-server) on 127.0.0.1.
  */
 
-export interface OAuthTestServer extends TestServer {
-  secrets: SecretBox;
-  /** Everything the app logged (debug level), as raw JSON lines. */
-  logs(): string;
-}
+export type OAuthTestServer = StartedTestServer;
 
-export async function startOAuthTestServer(): Promise<OAuthTestServer> {
-  const database = await createTestDatabase();
-  const secretKey: SecretKey = { id: "test", key: randomBytes(32) };
-  const secrets = new SecretBox([secretKey]);
-  // Debug level and no redaction: whatever the app hands the logger is captured as it would be written.
-  let logged = "";
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      logged += String(chunk);
-      done();
-    },
-  });
-  const capturing = pino({ level: "debug" }, sink);
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const app = createApp({
-    db: database.db,
-    spec: bundledSpec,
-    logger: capturing,
-    publicUrl: url,
-    bodyLimitBytes: 64 * 1024,
-    secrets,
-  });
-  server.on("request", app);
-
-  const createTenant = async (name = "tenant"): Promise<Tenant> => {
-    const instanceId = await createInstance(database.db, name);
-    const { key } = await createApiKey(database.db, instanceId, "test");
-    return { instanceId, apiKey: key, client: createToolplaneClient({ baseUrl: url, apiKey: key, retries: 0 }) };
-  };
-  const tenant = await createTenant("first");
-  return {
-    url,
-    db: database.db,
-    secretKey,
-    secrets,
-    tenant,
-    client: tenant.client,
-    createTenant,
-    logs: () => logged,
-    fetch: (path, init = {}) => {
-      const headers = new Headers(init.headers);
-      if (init.auth !== false) headers.set("authorization", `Bearer ${tenant.apiKey}`);
-      return fetch(`${url}${path}`, { ...init, headers });
-    },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await database.close();
-    },
-  };
-}
+/** The app with links to its own port (OAuth start links are opened like a browser would) and debug logs kept. */
+export const startOAuthTestServer = (): Promise<OAuthTestServer> =>
+  startTestServer({ logLevel: "debug", linksToOwnPort: true });
 
 export interface TokenRequest {
   body: Record<string, string>;

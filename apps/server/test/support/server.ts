@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { PGlite } from "@electric-sql/pglite";
 import { createToolplaneClient, type ToolplaneClient } from "@toolplane/client";
@@ -35,6 +36,11 @@ export interface TestServerOptions {
   bodyLimitBytes?: number;
   /** Keeps the app's log lines at this level and above in `logs` (to look for secrets in them). */
   logLevel?: Level;
+  /**
+   * Hands out links (the public URL) to this server's own port, for pages a test opens like a browser (OAuth
+   * start links and callbacks). By default links are `http://127.0.0.1/…`, stable for assertions.
+   */
+  linksToOwnPort?: boolean;
 }
 
 export interface StartedTestServer extends TestServer {
@@ -55,17 +61,19 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const logger = options.logLevel
     ? pino({ level: options.logLevel }, { write: (line: string) => (logged += line) })
     : pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.once("listening", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const app = createApp({
     db: database.db,
     spec: bundledSpec,
     logger,
-    publicUrl: "http://127.0.0.1",
+    publicUrl: options.linksToOwnPort ? url : "http://127.0.0.1",
     bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
     secrets,
   });
-  const server = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server.on("request", app);
 
   const createTenant = async (name = "tenant"): Promise<Tenant> => {
     const instanceId = await createInstance(database.db, name);

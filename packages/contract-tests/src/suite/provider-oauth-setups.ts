@@ -1,5 +1,6 @@
 import type { SuiteContext } from "../context.ts";
 import { authMethods, catalogProvider } from "../seed.ts";
+import { deployWithCredentials } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 /** A deployment of the catalog's OAuth provider with an OAuth app (auth credentials), as `who`. */
@@ -7,26 +8,8 @@ export async function oauthDeployment(ctx: SuiteContext, who: SuiteContext["clie
   const { providerId } = await catalogProvider(ctx);
   const methods = await authMethods(ctx, providerId);
   if (!methods.oauth) throw new Error(`The catalog provider ${providerId} has no OAuth auth method`);
-  const deployment = await ctx.ok(
-    "createProviderDeployment",
-    201,
-    who.POST("/provider-deployments", { body: { name: `OAuth deployment (${label})`, provider_id: providerId } }),
-    { label: `201 deployment for OAuth flows (${label})` },
-  );
-  const path = { provider_deployment_id: deployment.id };
-  const credentials = await ctx.ok(
-    "createProviderAuthCredentials",
-    201,
-    who.POST("/provider-deployments/{provider_deployment_id}/auth-credentials", {
-      params: { path },
-      body: {
-        name: `OAuth app (${label})`,
-        config: { type: "oauth", clientId: "contract-client", clientSecret: "not-a-real-secret" },
-      },
-    }),
-    { label: `201 credentials for OAuth flows (${label})` },
-  );
-  return { path, credentialsId: credentials.id, oauthMethodId: methods.oauth, tokenMethodId: methods.token };
+  const { path, credentialsId } = await deployWithCredentials(ctx, who, providerId, `OAuth flows, ${label}`);
+  return { path, credentialsId, oauthMethodId: methods.oauth, tokenMethodId: methods.token };
 }
 
 export const providerOAuthSetups = defineSuite({
