@@ -151,19 +151,26 @@ const failure = (what: string, answer: RpcAnswer) =>
         ? `${what}: the tool answered an error`
         : undefined;
 
+/**
+ * The protocol version the bench's clients ask for: the one the gateway's upstream client (MCP SDK 1.32) negotiates,
+ * so the direct call and the gateway's upstream leg are the same call (from 2025-11-25 on, a Streamable HTTP server
+ * may open every SSE response with a priming event, which costs server-everything ~1.5 ms per call).
+ */
+const PROTOCOL_VERSION = "2025-11-25";
+
 /** initialize + notifications/initialized, as every MCP client opens; the headers later requests carry. */
 async function openMcp(url: string, headers: Record<string, string>, agent?: Agent): Promise<Record<string, string>> {
   const init = await rpc(
     url,
     headers,
     "initialize",
-    { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "toolplane-bench", version: "1" } },
+    { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "toolplane-bench", version: "1" } },
     1,
     agent,
   );
   const problem = failure("initialize", init);
   if (problem) throw new Error(problem);
-  const version = String(init.body?.result?.protocolVersion ?? "2025-06-18");
+  const version = String(init.body?.result?.protocolVersion ?? PROTOCOL_VERSION);
   const next = {
     ...headers,
     "mcp-protocol-version": version,

@@ -27,10 +27,36 @@ export type DatabaseTarget =
  */
 const PGLITE_START_PARAMS = [...PGlite.defaultStartParams, "-c", "shared_buffers=16MB"];
 
+/**
+ * Each distinct parameterised query text becomes a named prepared statement on every connection that runs it, so
+ * PostgreSQL plans it once per connection instead of on every execution (planning was 0.4 ms of a 0.5 ms session
+ * lookup on the gateway's hot path). Queries are built by Kysely, so the set of texts is bounded; past
+ * MAX_PREPARED texts the rest run unnamed.
+ */
+const MAX_PREPARED = 2_000;
+const statementNames = new Map<string, string>();
+
+class PreparingClient extends pg.Client {
+  // biome-ignore lint/suspicious/noExplicitAny: forwards pg's overloaded query() as is
+  override query(...args: any[]): any {
+    const [text, values] = args;
+    if (typeof text === "string" && Array.isArray(values) && values.length > 0 && typeof args[2] !== "function") {
+      let name = statementNames.get(text);
+      if (!name && statementNames.size < MAX_PREPARED) {
+        name = `tp_${statementNames.size}`;
+        statementNames.set(text, name);
+      }
+      if (name) return super.query({ name, text, values });
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: see above
+    return (super.query as (...a: any[]) => any)(...args);
+  }
+}
+
 /** One data layer for both engines: the same Kysely queries and SQL migrations run on PGlite and PostgreSQL. */
 export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHandle> {
   if (target.kind === "postgres") {
-    const pool = new pg.Pool({ connectionString: target.url, max: target.poolSize ?? 10 });
+    const pool = new pg.Pool({ connectionString: target.url, max: target.poolSize ?? 10, Client: PreparingClient });
     // An idle pooled connection the server ends (restart, failover, a dropped database) is emitted here; the pool
     // has already discarded it and the next query opens a new one. Unhandled, it would crash the process.
     pool.on("error", () => {});

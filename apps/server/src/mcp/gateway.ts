@@ -2,6 +2,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Db } from "../db/database.ts";
 import type { JsonObject, Row } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
+import { prepared } from "../lib/prepared.ts";
 import { UpstreamCredentials } from "../oauth/upstream-credentials.ts";
 import type { UpstreamTarget } from "../runtimes/connect.ts";
 import { type Upstream, UpstreamFailure, type UpstreamPool, upstreams, upstreamTimeoutMs } from "../runtimes/pool.ts";
@@ -34,6 +35,23 @@ export interface CallOutcome {
 /** How long a session counts as `connected` after its last MCP request. */
 const CONNECTED_FOR_MS = 5 * 60_000;
 
+const RECORD_FIELDS = [
+  "id",
+  "instanceId",
+  "sessionId",
+  "sessionProviderId",
+  "providerId",
+  "providerDeploymentId",
+  "toolKey",
+  "transport",
+  "messageId",
+  "connectionId",
+  "tool",
+  "input",
+  "metadata",
+] as const;
+const COMPLETE_FIELDS = ["id", "status", "runId", "output", "error", "completedAt"] as const;
+
 /**
  * The gateway's core, shared by the MCP endpoint and the tool-calls API: aggregates the tools of a session's
  * providers and routes calls to their upstreams, recording each call. Holds no session state: everything is read
@@ -41,6 +59,9 @@ const CONNECTED_FOR_MS = 5 * 60_000;
  */
 export class Gateway {
   private readonly credentials: UpstreamCredentials;
+  // The two writes of every tool call, compiled once (see lib/prepared.ts).
+  private readonly recordQuery;
+  private readonly completeQuery;
 
   constructor(
     private readonly db: Db,
@@ -49,6 +70,37 @@ export class Gateway {
     readonly timeoutMs: number = upstreamTimeoutMs(),
   ) {
     this.credentials = new UpstreamCredentials({ db, secrets });
+    this.recordQuery = prepared(RECORD_FIELDS, (p) =>
+      db.insertInto("tool_calls").values({
+        id: p.id,
+        instance_id: p.instanceId,
+        session_id: p.sessionId,
+        session_provider_id: p.sessionProviderId,
+        provider_id: p.providerId,
+        provider_deployment_id: p.providerDeploymentId,
+        tool_key: p.toolKey,
+        transport: p.transport as CallOrigin["transport"],
+        message_id: p.messageId,
+        connection_id: p.connectionId,
+        tool: p.tool,
+        input: p.input,
+        metadata: p.metadata,
+      }),
+    );
+    this.completeQuery = prepared(COMPLETE_FIELDS, (p) =>
+      db
+        .updateTable("tool_calls")
+        .set({
+          status: p.status as "succeeded" | "failed",
+          provider_run_id: p.runId,
+          output: p.output,
+          error: p.error,
+          completed_at: p.completedAt,
+        })
+        .where("id", "=", p.id)
+        .where("status", "=", "waiting_for_response")
+        .returningAll(),
+    );
   }
 
   /**
@@ -102,19 +154,20 @@ export class Gateway {
     if (!target) return null;
     const { provider, tool, upstream } = target;
     const id = newId("tcl");
-    await this.db
-      .insertInto("tool_calls")
-      .values({
+    // The record is written while the call is under way (it never waits for the database first); its insert is
+    // awaited before the completion, and a failed insert fails the request (the call ran but is not recorded).
+    const recorded = this.db.executeQuery(
+      this.recordQuery({
         id,
-        instance_id: session.instanceId,
-        session_id: session.id,
-        session_provider_id: provider.sessionProviderId,
-        provider_id: provider.providerId,
-        provider_deployment_id: provider.providerDeploymentId,
-        tool_key: key,
+        instanceId: session.instanceId,
+        sessionId: session.id,
+        sessionProviderId: provider.sessionProviderId,
+        providerId: provider.providerId,
+        providerDeploymentId: provider.providerDeploymentId,
+        toolKey: key,
         transport: origin.transport,
-        message_id: newId("smg"),
-        connection_id: origin.connectionId,
+        messageId: newId("smg"),
+        connectionId: origin.connectionId,
         tool: JSON.stringify({
           name: tool.name,
           description: tool.description ?? null,
@@ -122,8 +175,9 @@ export class Gateway {
         }),
         input: input === undefined ? null : JSON.stringify(input),
         metadata: origin.metadata ? JSON.stringify(origin.metadata) : null,
-      })
-      .execute();
+      }),
+    );
+    recorded.catch(() => undefined); // awaited below; this only keeps it from counting as unhandled meanwhile
 
     let result: CallToolResult | null = null;
     let failure: UpstreamFailure | null = null;
@@ -135,19 +189,18 @@ export class Gateway {
           ? error
           : new UpstreamFailure("upstream_unavailable", "The upstream MCP server failed the request.");
     }
-    const record = await this.db
-      .updateTable("tool_calls")
-      .set({
+    await recorded;
+    const completed = await this.db.executeQuery(
+      this.completeQuery({
+        id,
         status: result ? "succeeded" : "failed",
-        provider_run_id: upstream.runId,
+        runId: upstream.runId,
         output: result ? JSON.stringify(result) : null,
         error: failure ? JSON.stringify({ code: failure.code, message: failure.message }) : null,
-        completed_at: new Date(),
-      })
-      .where("id", "=", id)
-      .where("status", "=", "waiting_for_response")
-      .returningAll()
-      .executeTakeFirst();
+        completedAt: new Date(),
+      }),
+    );
+    const record = completed.rows[0];
     if (record) return { record, result, failure };
     // Failed meanwhile because its session or session provider was removed: that outcome stands.
     const removed = await this.db.selectFrom("tool_calls").selectAll().where("id", "=", id).executeTakeFirstOrThrow();

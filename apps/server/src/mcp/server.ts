@@ -6,8 +6,11 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { Gateway } from "./gateway.ts";
 import type { GatewaySession } from "./gateway-session.ts";
+
+const sharedValidator = new AjvJsonSchemaValidator();
 
 /**
  * The MCP server a client of the session talks to. `session` is read per request (the legacy SSE transport keeps
@@ -24,7 +27,12 @@ export function sessionMcpServer(
 ): Server {
   const server = new Server(
     { name: "toolplane-gateway", version: "0.1.0" },
-    { capabilities: { tools: {} }, instructions: "Tools of every provider of this Toolplane session." },
+    {
+      capabilities: { tools: {} },
+      instructions: "Tools of every provider of this Toolplane session.",
+      // A server is built per stateless request; its default would build a new Ajv (with formats) each time.
+      jsonSchemaValidator: sharedValidator,
+    },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const { tools } = await gateway.tools(await session());

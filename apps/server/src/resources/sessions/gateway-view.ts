@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import type { JsonObject } from "../../db/schema.ts";
+import { prepared } from "../../lib/prepared.ts";
 import type { GatewaySessionProvider, LoadGatewaySession } from "../../mcp/gateway-session.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
 import { configAad } from "../provider-configs/service.ts";
@@ -12,59 +13,73 @@ import { configAad } from "../provider-configs/service.ts";
  * provider whose deployment has no version to run is left out: there is nothing to reach.
  */
 export function gatewaySessionLoader(db: Db, secrets: SecretBox): LoadGatewaySession {
+  // One round trip per request (the gateway's hot path): the session row with its providers joined laterally,
+  // one row per provider, or one row with null provider columns when it has none.
+  const query = prepared(["sessionId"], (p) =>
+    db
+      .selectFrom("sessions as s")
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom("session_providers as sp")
+            .innerJoin("provider_deployments as d", "d.id", "sp.provider_deployment_id")
+            .innerJoin("providers as p", "p.id", "sp.provider_id")
+            .innerJoin("provider_versions as v", (join) =>
+              join.on(sql<boolean>`v.id = coalesce(d.locked_version_id, p.current_version_id)`),
+            )
+            .leftJoin("provider_configs as c", (join) =>
+              join.on(sql<boolean>`c.id = coalesce(sp.provider_config_id, d.default_config_id)`),
+            )
+            .select([
+              "sp.id as sp_id",
+              "sp.provider_id",
+              "p.slug",
+              "sp.provider_deployment_id",
+              "v.id as version_id",
+              "v.runtime",
+              "c.id as config_id",
+              "c.data_ciphertext",
+              "sp.provider_auth_config_id",
+              "sp.tool_filters",
+            ])
+            .whereRef("sp.session_id", "=", "s.id")
+            .where("sp.status", "!=", "removed")
+            .as("sp"),
+        (join) => join.onTrue(),
+      )
+      .select(["s.id", "s.instance_id", "s.status", "s.secret_hash"])
+      .selectAll("sp")
+      .where("s.id", "=", p.sessionId)
+      .orderBy("sp.sp_id"),
+  );
   return async (sessionId) => {
-    const session = await db
-      .selectFrom("sessions")
-      .select(["id", "instance_id", "status", "secret_hash"])
-      .where("id", "=", sessionId)
-      .executeTakeFirst();
+    const rows = (await db.executeQuery(query({ sessionId }))).rows;
+    const session = rows[0];
     if (!session) return null;
-    const rows = await db
-      .selectFrom("session_providers as sp")
-      .innerJoin("provider_deployments as d", "d.id", "sp.provider_deployment_id")
-      .innerJoin("providers as p", "p.id", "sp.provider_id")
-      .innerJoin("provider_versions as v", (join) =>
-        join.on(sql<boolean>`v.id = coalesce(d.locked_version_id, p.current_version_id)`),
-      )
-      .leftJoin("provider_configs as c", (join) =>
-        join.on(sql<boolean>`c.id = coalesce(sp.provider_config_id, d.default_config_id)`),
-      )
-      .select([
-        "sp.id",
-        "sp.provider_id",
-        "p.slug",
-        "sp.provider_deployment_id",
-        "v.id as version_id",
-        "v.runtime",
-        "c.id as config_id",
-        "c.data_ciphertext",
-        "sp.provider_auth_config_id",
-        "sp.tool_filters",
-      ])
-      .where("sp.session_id", "=", sessionId)
-      .where("sp.status", "!=", "removed")
-      .orderBy("sp.id")
-      .execute();
     return {
       id: session.id,
       instanceId: session.instance_id,
       status: session.status,
       secretHash: session.secret_hash,
-      providers: rows.map(
-        (r): GatewaySessionProvider => ({
-          sessionProviderId: r.id,
-          providerId: r.provider_id,
-          providerSlug: r.slug,
-          providerDeploymentId: r.provider_deployment_id,
-          providerVersionId: r.version_id,
-          runtime: r.runtime,
-          config:
-            r.config_id && r.data_ciphertext
-              ? secrets.decryptJson<JsonObject>(r.data_ciphertext, configAad(r.config_id))
-              : null,
-          providerAuthConfigId: r.provider_auth_config_id,
-          toolKeys: r.tool_filters?.tool_keys ?? null,
-        }),
+      providers: rows.flatMap((r): GatewaySessionProvider[] =>
+        r.sp_id && r.provider_id && r.slug && r.provider_deployment_id && r.version_id && r.runtime
+          ? [
+              {
+                sessionProviderId: r.sp_id,
+                providerId: r.provider_id,
+                providerSlug: r.slug,
+                providerDeploymentId: r.provider_deployment_id,
+                providerVersionId: r.version_id,
+                runtime: r.runtime,
+                config:
+                  r.config_id && r.data_ciphertext
+                    ? secrets.decryptJson<JsonObject>(r.data_ciphertext, configAad(r.config_id))
+                    : null,
+                providerAuthConfigId: r.provider_auth_config_id,
+                toolKeys: r.tool_filters?.tool_keys ?? null,
+              },
+            ]
+          : [],
       ),
     };
   };
