@@ -504,11 +504,13 @@ async function devLoopFigures(figures: FigureResult[]) {
 
 // ── figure 7: restart and idle memory ────────────────────────────────────────────────────────────────────────
 async function restartFigures(figures: FigureResult[]) {
-  log(`figure 7: ${settings.restarts} restarts of tsx apps/server/src/main.ts on a PGlite data directory…`);
+  log(`figure 7: ${settings.restarts} restarts of node apps/server/dist/main.mjs on a PGlite data directory…`);
   const restart = await measureRestart(ROOT, settings.restarts, settings.idleSecondsBeforeRss);
   const times = restart.restarts.map((r) => r.firstOkMs);
   const median = [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)] ?? Number.NaN;
-  log(`  first start ${fmt.s(restart.firstStartMs / 1000)}; restarts ${times.map((t) => fmt.s(t / 1000)).join(", ")}`);
+  log(
+    `  build ${fmt.s(restart.buildMs / 1000)}; first start ${fmt.s(restart.firstStartMs / 1000)}; restarts ${times.map((t) => fmt.s(t / 1000)).join(", ")}`,
+  );
   figures.push({
     id: "7 restart",
     title: "restart on an existing PGlite data directory → first 200 (median of 3)",
@@ -522,7 +524,7 @@ async function restartFigures(figures: FigureResult[]) {
   figures.push({
     id: "7 idle RSS",
     title: `RSS of the idle server ${settings.idleSecondsBeforeRss} s after start`,
-    measured: `${restart.idleRssMb.toFixed(0)} MB (+ ${restart.launcherRssMb.toFixed(0)} MB tsx launcher)`,
+    measured: `${restart.idleRssMb.toFixed(0)} MB`,
     value: restart.idleRssMb,
     display: `${restart.idleRssMb.toFixed(0)} MB`,
     target: "≤ 150 MB",

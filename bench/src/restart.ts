@@ -1,6 +1,7 @@
-// Figure 7: the server as users start it (`tsx apps/server/src/main.ts`) restarting on an existing PGlite data
-// directory: spawn → first 200 from /health, and the resident memory of the idle server afterwards.
-import { type ChildProcess, spawn } from "node:child_process";
+// Figure 7: the server as `pnpm start` runs it (`node apps/server/dist/main.mjs`, built once before the restarts by
+// apps/server/scripts/build.mjs) restarting on an existing PGlite data directory: spawn → first 200 from /health,
+// and the resident memory of the idle server afterwards.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,12 +21,12 @@ export interface StartRun {
 }
 
 export interface Restart {
+  /** The build of dist/main.mjs before the starts (what `pnpm start` runs first; not part of a restart). */
+  buildMs: number;
   firstStartMs: number;
   restarts: StartRun[];
-  /** RSS of the node process that serves (tsx runs it as a child), idle, a few seconds after start. */
+  /** RSS of the server process, idle, a few seconds after start. */
   idleRssMb: number;
-  /** RSS of the tsx launcher process in front of it. */
-  launcherRssMb: number;
 }
 
 export const rssMb = (pid: number): number => {
@@ -39,14 +40,6 @@ export const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
   // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after "pid (comm) ".
   return (Number(fields[11]) + Number(fields[12])) * 10;
-};
-
-const childrenOf = (pid: number): number[] => {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
 };
 
 async function start(
@@ -65,15 +58,9 @@ async function start(
   delete env.TEST_DATABASE_URL;
   delete env.TOOLPLANE_SECRET_KEY;
   const started = performance.now();
-  // Under the profiler, node runs the server itself with tsx as its loader (what the tsx launcher's child does;
-  // Node 20 refuses --cpu-prof in NODE_OPTIONS), and writes the .cpuprofile when the server exits.
-  const [command, args] = cpuProfileDir
-    ? [
-        process.execPath,
-        ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`, "--import", "tsx", "apps/server/src/main.ts"],
-      ]
-    : [join(root, "node_modules/.bin/tsx"), ["apps/server/src/main.ts"]];
-  const child = spawn(command, args, {
+  // Under the profiler, node writes the .cpuprofile when the server exits.
+  const profile = cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, "apps/server/dist/main.mjs"], {
     cwd: root,
     env,
     stdio: ["ignore", "pipe", "pipe"],
@@ -104,8 +91,7 @@ async function start(
     await new Promise((r) => setTimeout(r, 5));
   }
   const firstOkMs = performance.now() - started;
-  const pids = child.pid ? [child.pid, ...childrenOf(child.pid)] : [];
-  const cpu = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const cpu = child.pid ? cpuMs(child.pid) : Number.NaN;
   const logged = /"startupMs":(\d+)/.exec(output)?.[1];
   // Keep draining the log so the server never blocks on a full pipe.
   child.stdout?.resume();
@@ -132,6 +118,9 @@ export async function measureRestart(
   idleSeconds: number,
   cpuProfileDir?: string,
 ): Promise<Restart> {
+  const buildStarted = performance.now();
+  execFileSync(process.execPath, ["apps/server/scripts/build.mjs"], { cwd: root, stdio: "ignore" });
+  const buildMs = performance.now() - buildStarted;
   const parent = mkdtempSync(join(tmpdir(), "toolplane-bench-restart-"));
   const dataDir = join(parent, "data");
   const running: ChildProcess[] = [];
@@ -142,20 +131,17 @@ export async function measureRestart(
     await stop(first.child);
     const runs: StartRun[] = [];
     let idleRssMb = Number.NaN;
-    let launcherRssMb = Number.NaN;
     for (let i = 0; i < restarts; i++) {
       const { child, run } = await start(root, dataDir, i === restarts - 1 ? cpuProfileDir : undefined);
       running.push(child);
       runs.push(run);
       if (i === restarts - 1 && child.pid) {
         await new Promise((r) => setTimeout(r, idleSeconds * 1000));
-        const server = childrenOf(child.pid)[0];
-        idleRssMb = server ? rssMb(server) : Number.NaN;
-        launcherRssMb = rssMb(child.pid);
+        idleRssMb = rssMb(child.pid);
       }
       await stop(child);
     }
-    return { firstStartMs: first.run.firstOkMs, restarts: runs, idleRssMb, launcherRssMb };
+    return { buildMs, firstStartMs: first.run.firstOkMs, restarts: runs, idleRssMb };
   } finally {
     for (const child of running) if (child.exitCode === null) child.kill("SIGKILL");
     rmSync(parent, { recursive: true, force: true });

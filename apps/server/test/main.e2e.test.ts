@@ -1,23 +1,24 @@
-// The server as a user runs it: `tsx src/main.ts` on an embedded data directory, and the keys CLI.
+// The server as a user runs it: `pnpm start` builds dist/main.mjs (scripts/build.mjs) and runs it with node, on an
+// embedded data directory; and the keys CLI.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const tsx = join(root, "node_modules/.bin/tsx");
 const dataDir = mkdtempSync(join(tmpdir(), "toolplane-e2e-"));
 const env = { ...process.env, TOOLPLANE_DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "warn", DATABASE_URL: "" };
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
-// Each process start compiles TypeScript (tsx) and opens PGlite: seconds of CPU, many times that on a busy
-// 2-core machine. A generous bound, not a performance claim (pnpm bench measures restarts).
+// Each process start opens PGlite (and each CLI run compiles TypeScript with tsx): seconds of CPU, many times that
+// on a busy 2-core machine. A generous bound, not a performance claim (pnpm bench measures restarts).
 const PROCESS_TEST_TIMEOUT_MS = 300_000;
 
 async function start(): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(tsx, ["src/main.ts"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["dist/main.mjs"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout?.on("data", (d) => {
     output += d;
@@ -54,6 +55,10 @@ const status = async (url: string, key?: string) =>
 
 // The PostgreSQL run covers the data layer; this file is about the embedded default, so it runs once.
 describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("server process and keys CLI", () => {
+  beforeAll(async () => {
+    await promisify(execFile)(process.execPath, ["scripts/build.mjs"], { cwd: root });
+  }, PROCESS_TEST_TIMEOUT_MS);
+
   it(
     "creates an instance and prints a key on first start, keeps data across restarts, stops on SIGTERM",
     async () => {

@@ -1,4 +1,5 @@
 import spec from "@toolplane/spec/openapi.json" with { type: "json" };
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { ApiError, type OpenApiDocument, operationTable } from "../src/index.ts";
 import { compileValidators } from "../src/validation.ts";
@@ -12,6 +13,20 @@ describe("validators", () => {
     const validators = compileValidators(document, operationTable);
     expect(validators.size).toBe(operationTable.length);
     for (const op of operationTable) expect(() => validators.get(op.operationId)?.compile()).not.toThrow();
+  });
+
+  // The server skips this check at start (it compiled the meta-schema on every start); the spec is checked here.
+  it("come from schemas that are valid JSON Schema 2020-12", () => {
+    const ajv = new Ajv2020({ strict: false });
+    const schemas = Object.entries(document.components?.schemas ?? {});
+    expect(schemas.length).toBeGreaterThan(50);
+    for (const [name, schema] of schemas) {
+      expect({ name, valid: ajv.validateSchema(schema as object), errors: ajv.errors ?? null }).toEqual({
+        name,
+        valid: true,
+        errors: null,
+      });
+    }
   });
 
   it("fail loudly on a schema that cannot compile", () => {
