@@ -3,17 +3,30 @@
 import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bundledSpecPath, repoRoot, run, writeIfChanged } from "./lib/generated.mjs";
+import { bundledSpecPath, repoRoot, runAsync, stamp, writeIfChanged } from "./lib/generated.mjs";
 
-const config = ["--config", join(repoRoot, "spec/redocly.yaml")];
-const root = join(repoRoot, "spec/openapi.yaml");
+const specDir = join(repoRoot, "spec");
+const config = ["--config", join(specDir, "redocly.yaml")];
+const root = join(specDir, "openapi.yaml");
 
-console.log("spec: redocly lint");
-run("redocly", ["lint", root, ...config, "--max-problems", "50"]);
+const state = stamp("spec");
+if (state.fresh) {
+  console.log("spec: unchanged since the last lint + bundle");
+  process.exit(0);
+}
 
-console.log("spec: redocly bundle");
+// Lint and bundle are independent reads of the same sources: run them side by side (2 cores), fail if either fails.
+console.log("spec: redocly lint + bundle");
 const tmp = join(tmpdir(), `toolplane-bundle-${process.pid}.json`);
-run("redocly", ["bundle", root, ...config, "-o", tmp], { stdio: ["ignore", "ignore", "inherit"] });
+const [linted, bundledOk] = await Promise.all([
+  runAsync("redocly", ["lint", root, ...config, "--max-problems", "50"]),
+  runAsync("redocly", ["bundle", root, ...config, "-o", tmp], { quiet: true }),
+]);
+if (!linted || !bundledOk) {
+  rmSync(tmp, { force: true });
+  console.error(`\nredocly ${linted ? "bundle" : "lint"} failed (see its output above).`);
+  process.exit(1);
+}
 const bundled = JSON.parse(readFileSync(tmp, "utf8"));
 rmSync(tmp);
 const withProvenance = {
@@ -21,3 +34,4 @@ const withProvenance = {
   ...bundled,
 };
 writeIfChanged(bundledSpecPath, `${JSON.stringify(withProvenance, null, 2)}\n`);
+state.save();

@@ -11,6 +11,7 @@ const GENERATED = [
 ];
 
 execFileSync("pnpm", ["exec", "turbo", "run", "generate", "--force", "--output-logs=errors-only"], {
+  env: { ...process.env, TOOLPLANE_GENERATE_FORCE: "1" },
   cwd: repoRoot,
   stdio: "inherit",
 });

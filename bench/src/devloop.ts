@@ -26,6 +26,11 @@ export interface DevLoop {
   commit: string;
   /** The warm-up `pnpm generate` right after cloning (it fills the clone's empty turbo cache). */
   warmup: CommandRun;
+  /**
+   * The warm-up `pnpm typecheck` after it: a developer's loop starts from a checkout that has been type-checked
+   * before (tsc's incremental state in each package's gitignored .tsbuild/, which a clone does not have).
+   */
+  warmupTypecheck: CommandRun;
   noop: CommandRun[];
   editGenerate: CommandRun;
   editTypecheck: CommandRun;
@@ -135,6 +140,8 @@ export async function measureDevLoop(root: string, log: (line: string) => void):
     log(`  clone of HEAD (${commit.slice(0, 7)}) in ${dir}`);
     const warmup = await runCommand(dir, "pnpm", ["generate"], 180_000);
     log(`  warm-up pnpm generate: ${warmup.seconds.toFixed(1)} s (exit ${warmup.exitCode})`);
+    const warmupTypecheck = await runCommand(dir, "pnpm", ["typecheck"], 300_000);
+    log(`  warm-up pnpm typecheck: ${warmupTypecheck.seconds.toFixed(1)} s (exit ${warmupTypecheck.exitCode})`);
     const noop: CommandRun[] = [];
     for (let i = 0; i < 3; i++) noop.push(await runCommand(dir, "pnpm", ["generate"], 60_000));
     log(`  no-op pnpm generate: ${noop.map((r) => r.seconds.toFixed(2)).join(", ")} s`);
@@ -158,7 +165,7 @@ export async function measureDevLoop(root: string, log: (line: string) => void):
       contract = await runCommand(dir, "pnpm", ["test:contract"], 180_000);
       log(`  pnpm test:contract: ${contract.seconds.toFixed(1)} s (exit ${contract.exitCode})`);
     }
-    return { commit, warmup, noop, editGenerate, editTypecheck, contract };
+    return { commit, warmup, warmupTypecheck, noop, editGenerate, editTypecheck, contract };
   } finally {
     cleanup();
   }

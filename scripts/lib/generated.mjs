@@ -1,7 +1,8 @@
 // Shared by the generators: where the repo is, the provenance header, and writing files only when they change
 // (so a no-op regenerate leaves mtimes alone and turbo/tsc caches stay warm).
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -43,4 +44,116 @@ export function run(bin, args, options = {}) {
     console.error(`\n${bin} ${args[0]} failed (see its output above).`);
     process.exit(1);
   }
+}
+
+/**
+ * Runs a CLI from node_modules/.bin of the repo root without blocking, so independent steps overlap. With
+ * `quiet`, its output is held back and shown only when it fails (two CLIs interleaving their logs is noise).
+ */
+export function runAsync(bin, args, { quiet = false } = {}) {
+  return new Promise((resolvePromise) => {
+    const child = spawn(join(repoRoot, "node_modules/.bin", bin), args, {
+      stdio: ["ignore", quiet ? "pipe" : "inherit", quiet ? "pipe" : "inherit"],
+      env: { ...process.env, REDOCLY_TELEMETRY: "off", NO_UPDATE_NOTIFIER: "1" },
+    });
+    let output = "";
+    child.stdout?.on("data", (d) => {
+      output += d;
+    });
+    child.stderr?.on("data", (d) => {
+      output += d;
+    });
+    child.on("error", (err) => {
+      console.error(`${bin} ${args[0]}: ${err.message}`);
+      resolvePromise(false);
+    });
+    child.on("close", (code) => {
+      if (code !== 0 && output) process.stderr.write(output);
+      resolvePromise(code === 0);
+    });
+  });
+}
+
+const sha256 = (data) => createHash("sha256").update(data).digest("hex");
+
+/** Every file under `dir` (recursively), sorted; none when it does not exist. */
+export function listFiles(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((entry) => {
+      const path = join(dir, entry.name);
+      return entry.isDirectory() ? listFiles(path) : [path];
+    })
+    .sort();
+}
+
+// What each generator reads and writes, for its stamp. Tool versions enter through the lockfile.
+const generators = {
+  spec: {
+    script: "scripts/bundle-spec.mjs",
+    inputs: () =>
+      listFiles(join(repoRoot, "spec")).filter((f) => !/\/spec\/(generated|node_modules|\.turbo)\//.test(f)),
+    outputs: () => [bundledSpecPath],
+  },
+  types: {
+    script: "packages/types/scripts/generate.mjs",
+    inputs: () => [bundledSpecPath],
+    outputs: () => [join(repoRoot, "packages/types/src/generated/openapi.gen.ts")],
+  },
+  "server-stubs": {
+    script: "packages/server-stubs/scripts/generate.mjs",
+    inputs: () => [bundledSpecPath],
+    outputs: () => [join(repoRoot, "packages/server-stubs/src/generated/operations.gen.ts")],
+  },
+  mocks: {
+    script: "packages/mocks/scripts/generate.mjs",
+    inputs: () => [bundledSpecPath],
+    outputs: () => listFiles(join(repoRoot, "packages/mocks/src/generated")),
+  },
+};
+
+/**
+ * A generator's stamp: turbo hashes a task's committed outputs along with its inputs, so the first run after a
+ * regenerate (e.g. the one `pnpm typecheck` would start right after `pnpm generate`) is a cache miss. The stamp
+ * makes such a run end in milliseconds: when the inputs (files, the lockfile for tool versions, Node) hash to what
+ * the last run recorded and every output is still byte-for-byte what it wrote, there is nothing to do.
+ * `TOOLPLANE_GENERATE_FORCE=1` (set by `pnpm generate:check`) ignores stamps.
+ */
+export function stamp(name) {
+  const { script, inputs, outputs } = generators[name];
+  const stampPath = join(repoRoot, "node_modules/.cache/toolplane-generate", `${name}.json`);
+  const hashFiles = (files) => Object.fromEntries(files.map((f) => [relative(repoRoot, f), sha256(readFileSync(f))]));
+  // Hashed before the generator runs, so an edit made while it runs is not recorded as done.
+  const key = sha256(
+    JSON.stringify([
+      process.version,
+      hashFiles([
+        join(repoRoot, "pnpm-lock.yaml"),
+        fileURLToPath(import.meta.url),
+        join(repoRoot, script),
+        ...inputs(),
+      ]),
+    ]),
+  );
+  let fresh = false;
+  if (!process.env.TOOLPLANE_GENERATE_FORCE && existsSync(stampPath)) {
+    try {
+      const saved = JSON.parse(readFileSync(stampPath, "utf8"));
+      fresh = saved.key === key && JSON.stringify(saved.outputs) === JSON.stringify(hashFiles(outputs()));
+    } catch {
+      fresh = false;
+    }
+  }
+  return {
+    fresh,
+    save() {
+      mkdirSync(dirname(stampPath), { recursive: true });
+      writeFileSync(stampPath, JSON.stringify({ key, outputs: hashFiles(outputs()) }));
+    },
+  };
+}
+
+/** True when no generator has anything to do (every stamp is fresh), so `pnpm typecheck` can skip turbo. */
+export function allGeneratedFresh() {
+  return Object.keys(generators).every((name) => stamp(name).fresh);
 }

@@ -5,10 +5,16 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { createClient } from "@hey-api/openapi-ts";
-import { bundledSpecPath, header, repoRoot, writeIfChanged } from "../../../scripts/lib/generated.mjs";
+import { bundledSpecPath, header, repoRoot, stamp, writeIfChanged } from "../../../scripts/lib/generated.mjs";
 
 const target = join(repoRoot, "packages/mocks/src/generated");
+const state = stamp("mocks");
+if (state.fresh) {
+  console.log("mocks: unchanged since the last run");
+  process.exit(0);
+}
+// Loaded only when there is work: hey-api pulls in the TypeScript compiler.
+const { createClient } = await import("@hey-api/openapi-ts");
 const scratch = mkdtempSync(join(tmpdir(), "toolplane-mocks-"));
 console.log("mocks: @hey-api/openapi-ts (typescript, @faker-js/faker, msw)");
 await createClient({
@@ -34,3 +40,4 @@ for (const file of files(target)) {
   if (!written.has(relative(target, file))) rmSync(file);
 }
 rmSync(scratch, { recursive: true, force: true });
+state.save();

@@ -2,7 +2,14 @@
 // operation table the router binds. Adding an operation to the spec adds a required member to an interface,
 // so the server stops type-checking until it has a handler for it.
 import { join } from "node:path";
-import { header, readBundledSpec, repoRoot, writeIfChanged } from "../../../scripts/lib/generated.mjs";
+import { header, readBundledSpec, repoRoot, stamp, writeIfChanged } from "../../../scripts/lib/generated.mjs";
+
+const target = join(repoRoot, "packages/server-stubs/src/generated/operations.gen.ts");
+const state = stamp("server-stubs");
+if (state.fresh) {
+  console.log("server-stubs: unchanged since the last run");
+  process.exit(0);
+}
 
 const spec = readBundledSpec();
 const methods = ["get", "post", "put", "patch", "delete"];
@@ -70,4 +77,5 @@ for (const tag of tags) lines.push(`  ${camel(tag)}: ${pascal(tag)}Handlers<Ctx>
 lines.push("}", "");
 
 console.log("server-stubs: handler interfaces and operation table");
-writeIfChanged(join(repoRoot, "packages/server-stubs/src/generated/operations.gen.ts"), lines.join("\n"));
+writeIfChanged(target, lines.join("\n"));
+state.save();

@@ -1,12 +1,18 @@
 // Step 2 of `pnpm generate`: the bundled spec → @toolplane/types (paths, components, operations) via openapi-typescript.
 import { join } from "node:path";
-import openapiTS, { astToString } from "openapi-typescript";
-import { bundledSpecPath, header, repoRoot, writeIfChanged } from "../../../scripts/lib/generated.mjs";
+import { bundledSpecPath, header, repoRoot, stamp, writeIfChanged } from "../../../scripts/lib/generated.mjs";
+
+const target = join(repoRoot, "packages/types/src/generated/openapi.gen.ts");
+const state = stamp("types");
+if (state.fresh) {
+  console.log("types: unchanged since the last run");
+  process.exit(0);
+}
+// Loaded only when there is work: openapi-typescript pulls in the TypeScript compiler.
+const { default: openapiTS, astToString } = await import("openapi-typescript");
 
 console.log("types: openapi-typescript");
 // Fields with a default stay optional in request bodies (the server fills the default in).
 const ast = await openapiTS(new URL(`file://${bundledSpecPath}`), { defaultNonNullable: false });
-writeIfChanged(
-  join(repoRoot, "packages/types/src/generated/openapi.gen.ts"),
-  `${header("openapi-typescript")}\n\n${astToString(ast)}`,
-);
+writeIfChanged(target, `${header("openapi-typescript")}\n\n${astToString(ast)}`);
+state.save();
