@@ -37,19 +37,35 @@ const MAX_PREPARED = 2_000;
 const statementNames = new Map<string, string>();
 
 class PreparingClient extends pg.Client {
+  /** Statements this connection prepares again under a new name (see `replaceStale`). */
+  private readonly renamed = new Map<string, string>();
+
   // biome-ignore lint/suspicious/noExplicitAny: forwards pg's overloaded query() as is
   override query(...args: any[]): any {
     const [text, values] = args;
     if (typeof text === "string" && Array.isArray(values) && values.length > 0 && typeof args[2] !== "function") {
-      let name = statementNames.get(text);
+      let name = this.renamed.get(text) ?? statementNames.get(text);
       if (!name && statementNames.size < MAX_PREPARED) {
         name = `tp_${statementNames.size}`;
         statementNames.set(text, name);
       }
-      if (name) return super.query({ name, text, values });
+      if (name) {
+        const prepared = name;
+        return super.query({ name, text, values }).catch((error: unknown) => this.replaceStale(text, prepared, error));
+      }
     }
     // biome-ignore lint/suspicious/noExplicitAny: see above
     return (super.query as (...a: any[]) => any)(...args);
+  }
+
+  /**
+   * A migration run by another process can change a table under one of this connection's prepared statements
+   * ("cached plan must not change result type"). That request fails; the connection prepares the statement again
+   * under a new name on its next use (the old one cannot be dropped inside an aborted transaction).
+   */
+  private replaceStale(text: string, name: string, error: unknown): never {
+    if ((error as { code?: string }).code === "0A000") this.renamed.set(text, `${name}_${this.renamed.size + 1}`);
+    throw error;
   }
 }
 
