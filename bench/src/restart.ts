@@ -1,7 +1,8 @@
 // Figure 7: the server as `pnpm start` runs it (`node apps/server/dist/main.mjs`, built once before the restarts by
-// apps/server/scripts/build.mjs) restarting on an existing PGlite data directory: spawn → first 200 from /health,
-// and the resident memory of the idle server afterwards.
+// apps/server/scripts/build.mjs) restarting on an existing PGlite data directory (and, for comparison, on an
+// existing PostgreSQL database): spawn → first 200 from /health, and the resident memory of the idle server.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,8 +22,6 @@ export interface StartRun {
 }
 
 export interface Restart {
-  /** The build of dist/main.mjs before the starts (what `pnpm start` runs first; not part of a restart). */
-  buildMs: number;
   firstStartMs: number;
   restarts: StartRun[];
   /** RSS of the server process, idle, a few seconds after start. */
@@ -42,21 +41,34 @@ export const cpuMs = (pid: number): number => {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
 
+/** Builds dist/main.mjs as `pnpm start` does first; returns how long it took (ms). */
+export function buildServer(root: string): number {
+  const started = performance.now();
+  execFileSync(process.execPath, ["apps/server/scripts/build.mjs"], { cwd: root, stdio: "ignore" });
+  return performance.now() - started;
+}
+
+/** Where the restarted server keeps its data: a PGlite data directory, or a PostgreSQL database (with its key). */
+type Storage =
+  | { dataDir: string; databaseUrl?: undefined }
+  | { dataDir: string; databaseUrl: string; secretKey: string };
+
 async function start(
   root: string,
-  dataDir: string,
+  storage: Storage,
   cpuProfileDir?: string,
 ): Promise<{ child: ChildProcess; run: StartRun }> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    TOOLPLANE_DATA_DIR: dataDir,
+    TOOLPLANE_DATA_DIR: storage.dataDir,
     PORT: "0",
     HOST: "127.0.0.1",
-    DATABASE_URL: "",
+    DATABASE_URL: storage.databaseUrl ?? "",
     LOG_LEVEL: "info",
   };
   delete env.TEST_DATABASE_URL;
   delete env.TOOLPLANE_SECRET_KEY;
+  if (storage.databaseUrl) env.TOOLPLANE_SECRET_KEY = storage.secretKey;
   const started = performance.now();
   // Under the profiler, node writes the .cpuprofile when the server exits.
   const profile = cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : [];
@@ -109,30 +121,32 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 /**
- * The first start creates the data directory; then `restarts` restarts on it, the RSS measured after the last.
- * With `cpuProfileDir`, the last restart runs under the CPU profiler (its times are then not figures to report).
+ * The first start creates the data directory (or fills the empty PostgreSQL database at `databaseUrl`); then
+ * `restarts` restarts on it, the RSS measured after the last. With `cpuProfileDir`, the last restart runs under
+ * the CPU profiler (its times are then not figures to report). dist/main.mjs must have been built (buildServer).
  */
 export async function measureRestart(
   root: string,
   restarts: number,
   idleSeconds: number,
-  cpuProfileDir?: string,
+  options: { cpuProfileDir?: string; databaseUrl?: string } = {},
 ): Promise<Restart> {
-  const buildStarted = performance.now();
-  execFileSync(process.execPath, ["apps/server/scripts/build.mjs"], { cwd: root, stdio: "ignore" });
-  const buildMs = performance.now() - buildStarted;
+  const { cpuProfileDir, databaseUrl } = options;
   const parent = mkdtempSync(join(tmpdir(), "toolplane-bench-restart-"));
   const dataDir = join(parent, "data");
+  const storage: Storage = databaseUrl
+    ? { dataDir, databaseUrl, secretKey: `bench:${randomBytes(32).toString("base64")}` }
+    : { dataDir };
   const running: ChildProcess[] = [];
   try {
     // The first start creates the data directory (initdb, migrations, catalog, first key).
-    const first = await start(root, dataDir);
+    const first = await start(root, storage);
     running.push(first.child);
     await stop(first.child);
     const runs: StartRun[] = [];
     let idleRssMb = Number.NaN;
     for (let i = 0; i < restarts; i++) {
-      const { child, run } = await start(root, dataDir, i === restarts - 1 ? cpuProfileDir : undefined);
+      const { child, run } = await start(root, storage, i === restarts - 1 ? cpuProfileDir : undefined);
       running.push(child);
       runs.push(run);
       if (i === restarts - 1 && child.pid) {
@@ -141,7 +155,7 @@ export async function measureRestart(
       }
       await stop(child);
     }
-    return { buildMs, firstStartMs: first.run.firstOkMs, restarts: runs, idleRssMb };
+    return { firstStartMs: first.run.firstOkMs, restarts: runs, idleRssMb };
   } finally {
     for (const child of running) if (child.exitCode === null) child.kill("SIGKILL");
     rmSync(parent, { recursive: true, force: true });
