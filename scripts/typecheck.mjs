@@ -7,15 +7,14 @@ import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { allGeneratedFresh, repoRoot } from "./lib/generated.mjs";
 
-function run(bin, args) {
+function run(command, args) {
   try {
-    execFileSync(join(repoRoot, "node_modules/.bin", bin), args, { cwd: repoRoot, stdio: "inherit" });
+    execFileSync(command, args, { cwd: repoRoot, stdio: "inherit" });
   } catch (err) {
     process.exit(typeof err.status === "number" ? err.status : 1);
   }
 }
 
-// Right after `pnpm generate` turbo would miss its cache anyway (it hashes the outputs it just wrote) and rerun
-// every generator to find nothing to do; the stamps answer that in one process.
-if (!allGeneratedFresh()) run("turbo", ["run", "generate", "--output-logs=errors-only"]);
-run("tsc", ["-b"]);
+// Right after `pnpm generate` every stamp is fresh, and checking that costs a few hashes.
+if (!allGeneratedFresh()) run(process.execPath, [join(repoRoot, "scripts/generate.mjs")]);
+run(join(repoRoot, "node_modules/.bin/tsc"), ["-b"]);

@@ -1,8 +1,9 @@
 // Shared by the generators: where the repo is, the provenance header, and writing files only when they change
 // (so a no-op regenerate leaves mtimes alone and turbo/tsc caches stay warm).
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { register } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -28,31 +29,26 @@ export function writeIfChanged(path, content) {
   return true;
 }
 
+/** Call before loading openapi-typescript or hey-api: see typescript-hook.mjs. */
+export function requireTypeScriptFromEsm() {
+  register("./typescript-hook.mjs", import.meta.url);
+}
+
 export function readBundledSpec() {
   return JSON.parse(readFileSync(bundledSpecPath, "utf8"));
 }
 
-/** Runs a CLI from node_modules/.bin of the repo root, streaming its output. */
-export function run(bin, args, options = {}) {
-  try {
-    execFileSync(join(repoRoot, "node_modules/.bin", bin), args, {
-      stdio: ["ignore", "inherit", "inherit"],
-      env: { ...process.env, REDOCLY_TELEMETRY: "off", NO_UPDATE_NOTIFIER: "1" },
-      ...options,
-    });
-  } catch {
-    console.error(`\n${bin} ${args[0]} failed (see its output above).`);
-    process.exit(1);
-  }
-}
-
 /**
- * Runs a CLI from node_modules/.bin of the repo root without blocking, so independent steps overlap. With
- * `quiet`, its output is held back and shown only when it fails (two CLIs interleaving their logs is noise).
+ * Runs a Node script (a generator, a CLI's entry point) without blocking, so independent steps overlap; resolves
+ * to whether it exited with 0. With `quiet`, its output is held back and shown only when it fails (two CLIs
+ * interleaving their logs is noise). Node's ESM syntax detection is off: both generators that load the
+ * TypeScript compiler would otherwise parse typescript.js (9 MB, CommonJS in a package without a "type" field)
+ * once more only to find that it is CommonJS, about 0.2 s of CPU each.
  */
-export function runAsync(bin, args, { quiet = false } = {}) {
+export function runNodeAsync(script, args, { quiet = false, cwd = repoRoot } = {}) {
   return new Promise((resolvePromise) => {
-    const child = spawn(join(repoRoot, "node_modules/.bin", bin), args, {
+    const child = spawn(process.execPath, ["--no-experimental-detect-module", script, ...args], {
+      cwd,
       stdio: ["ignore", quiet ? "pipe" : "inherit", quiet ? "pipe" : "inherit"],
       env: { ...process.env, REDOCLY_TELEMETRY: "off", NO_UPDATE_NOTIFIER: "1" },
     });
@@ -64,7 +60,7 @@ export function runAsync(bin, args, { quiet = false } = {}) {
       output += d;
     });
     child.on("error", (err) => {
-      console.error(`${bin} ${args[0]}: ${err.message}`);
+      console.error(`${relative(repoRoot, script)}: ${err.message}`);
       resolvePromise(false);
     });
     child.on("close", (code) => {
@@ -87,27 +83,56 @@ export function listFiles(dir) {
     .sort();
 }
 
-// What each generator reads and writes, for its stamp. Tool versions enter through the lockfile.
-const generators = {
+/**
+ * The hey-api plugins that generate @toolplane/mocks. These three (in 0.99) never read an operation's summary or
+ * description (its sdk, angular, tanstack and orpc plugins do, as doc comments), so the mocks' stamp leaves them
+ * out: an edit to that prose alone, the most common spec edit, no longer costs hey-api's 4 s of CPU for files
+ * that come out the same. Adding a plugin here means checking that again. `pnpm generate:check` ignores stamps,
+ * so a hey-api release that starts using them would show there as drift.
+ */
+export const mocksPlugins = ["@hey-api/typescript", "@faker-js/faker", "msw"];
+
+/** The bundled spec without the operations' summaries and descriptions. */
+function specWithoutOperationProse(path) {
+  const spec = JSON.parse(readFileSync(path, "utf8"));
+  for (const item of Object.values(spec.paths ?? {})) {
+    for (const method of ["get", "put", "post", "delete", "options", "head", "patch", "trace"]) {
+      if (!item[method]) continue;
+      delete item[method].summary;
+      delete item[method].description;
+    }
+  }
+  return JSON.stringify(spec);
+}
+
+// What each generator reads and writes, for its stamp (`scripts`: the code that decides its output; `digest`:
+// what of an input file the output depends on, when not all of it). Tool versions enter through the lockfile.
+// `dir` is where scripts/generate.mjs runs it, as `pnpm run generate` would.
+export const generators = {
   spec: {
-    script: "scripts/bundle-spec.mjs",
+    scripts: ["scripts/bundle-spec.mjs", "scripts/lib/spec.mjs"],
+    dir: "spec",
     inputs: () =>
       listFiles(join(repoRoot, "spec")).filter((f) => !/\/spec\/(generated|node_modules|\.turbo)\//.test(f)),
     outputs: () => [bundledSpecPath],
   },
   types: {
-    script: "packages/types/scripts/generate.mjs",
+    scripts: ["packages/types/scripts/generate.mjs"],
+    dir: "packages/types",
     inputs: () => [bundledSpecPath],
     outputs: () => [join(repoRoot, "packages/types/src/generated/openapi.gen.ts")],
   },
   "server-stubs": {
-    script: "packages/server-stubs/scripts/generate.mjs",
+    scripts: ["packages/server-stubs/scripts/generate.mjs"],
+    dir: "packages/server-stubs",
     inputs: () => [bundledSpecPath],
     outputs: () => [join(repoRoot, "packages/server-stubs/src/generated/operations.gen.ts")],
   },
   mocks: {
-    script: "packages/mocks/scripts/generate.mjs",
+    scripts: ["packages/mocks/scripts/generate.mjs"],
+    dir: "packages/mocks",
     inputs: () => [bundledSpecPath],
+    digest: specWithoutOperationProse,
     outputs: () => listFiles(join(repoRoot, "packages/mocks/src/generated")),
   },
 };
@@ -120,9 +145,10 @@ const generators = {
  * `TOOLPLANE_GENERATE_FORCE=1` (set by `pnpm generate:check`) ignores stamps.
  */
 export function stamp(name) {
-  const { script, inputs, outputs } = generators[name];
+  const { scripts, inputs, outputs, digest = readFileSync } = generators[name];
   const stampPath = join(repoRoot, "node_modules/.cache/toolplane-generate", `${name}.json`);
-  const hashFiles = (files) => Object.fromEntries(files.map((f) => [relative(repoRoot, f), sha256(readFileSync(f))]));
+  const hashFiles = (files, read = readFileSync) =>
+    Object.fromEntries(files.map((f) => [relative(repoRoot, f), sha256(read(f))]));
   // Hashed before the generator runs, so an edit made while it runs is not recorded as done.
   const key = sha256(
     JSON.stringify([
@@ -130,9 +156,9 @@ export function stamp(name) {
       hashFiles([
         join(repoRoot, "pnpm-lock.yaml"),
         fileURLToPath(import.meta.url),
-        join(repoRoot, script),
-        ...inputs(),
+        ...scripts.map((s) => join(repoRoot, s)),
       ]),
+      hashFiles(inputs(), digest),
     ]),
   );
   let fresh = false;
@@ -153,7 +179,7 @@ export function stamp(name) {
   };
 }
 
-/** True when no generator has anything to do (every stamp is fresh), so `pnpm typecheck` can skip turbo. */
+/** True when no generator has anything to do (every stamp is fresh), so `pnpm typecheck` need not start one. */
 export function allGeneratedFresh() {
   return Object.keys(generators).every((name) => stamp(name).fresh);
 }

@@ -5,7 +5,15 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { bundledSpecPath, header, repoRoot, stamp, writeIfChanged } from "../../../scripts/lib/generated.mjs";
+import {
+  bundledSpecPath,
+  header,
+  mocksPlugins,
+  repoRoot,
+  requireTypeScriptFromEsm,
+  stamp,
+  writeIfChanged,
+} from "../../../scripts/lib/generated.mjs";
 
 const target = join(repoRoot, "packages/mocks/src/generated");
 const state = stamp("mocks");
@@ -14,6 +22,7 @@ if (state.fresh) {
   process.exit(0);
 }
 // Loaded only when there is work: hey-api pulls in the TypeScript compiler.
+requireTypeScriptFromEsm();
 const { createClient } = await import("@hey-api/openapi-ts");
 const scratch = mkdtempSync(join(tmpdir(), "toolplane-mocks-"));
 console.log("mocks: @hey-api/openapi-ts (typescript, @faker-js/faker, msw)");
@@ -21,7 +30,7 @@ await createClient({
   input: bundledSpecPath,
   output: scratch,
   logs: { level: "silent" },
-  plugins: ["@hey-api/typescript", "@faker-js/faker", "msw"],
+  plugins: mocksPlugins,
 });
 
 const files = (dir) =>
