@@ -1,14 +1,10 @@
 // Step 1 of turbo's generate pipeline (@toolplane/spec#generate): lint the hand-written spec and bundle it into
 // one JSON document. `pnpm generate` itself runs scripts/generate.mjs, which does the same and starts the later
 // steps as soon as the bundle is written.
-import { stamp } from "./lib/generated.mjs";
+import { stampOrExit } from "./lib/generated.mjs";
 import { bundleSpec, lintSpec, writeBundle } from "./lib/spec.mjs";
 
-const state = stamp("spec");
-if (state.fresh) {
-  console.log("spec: unchanged since the last lint + bundle");
-  process.exit(0);
-}
+const state = stampOrExit("spec", "the last lint + bundle");
 
 // Lint and bundle are independent reads of the same sources: run them side by side (2 cores), fail if either fails.
 console.log("spec: redocly lint + bundle");

@@ -137,6 +137,16 @@ export const generators = {
   },
 };
 
+/** For a generator run on its own: its stamp, or, when that says nothing changed, a note and exit 0. */
+export function stampOrExit(name, what = "the last run") {
+  const state = stamp(name);
+  if (state.fresh) {
+    console.log(`${name}: unchanged since ${what}`);
+    process.exit(0);
+  }
+  return state;
+}
+
 /**
  * A generator's stamp: turbo hashes a task's committed outputs along with its inputs, so the first run after a
  * regenerate (e.g. the one `pnpm typecheck` would start right after `pnpm generate`) is a cache miss. The stamp

@@ -11,16 +11,12 @@ import {
   mocksPlugins,
   repoRoot,
   requireTypeScriptFromEsm,
-  stamp,
+  stampOrExit,
   writeIfChanged,
 } from "../../../scripts/lib/generated.mjs";
 
 const target = join(repoRoot, "packages/mocks/src/generated");
-const state = stamp("mocks");
-if (state.fresh) {
-  console.log("mocks: unchanged since the last run");
-  process.exit(0);
-}
+const state = stampOrExit("mocks");
 // Loaded only when there is work: hey-api pulls in the TypeScript compiler.
 requireTypeScriptFromEsm();
 const { createClient } = await import("@hey-api/openapi-ts");

@@ -2,14 +2,10 @@
 // operation table the router binds. Adding an operation to the spec adds a required member to an interface,
 // so the server stops type-checking until it has a handler for it.
 import { join } from "node:path";
-import { header, readBundledSpec, repoRoot, stamp, writeIfChanged } from "../../../scripts/lib/generated.mjs";
+import { header, readBundledSpec, repoRoot, stampOrExit, writeIfChanged } from "../../../scripts/lib/generated.mjs";
 
 const target = join(repoRoot, "packages/server-stubs/src/generated/operations.gen.ts");
-const state = stamp("server-stubs");
-if (state.fresh) {
-  console.log("server-stubs: unchanged since the last run");
-  process.exit(0);
-}
+const state = stampOrExit("server-stubs");
 
 const spec = readBundledSpec();
 const methods = ["get", "post", "put", "patch", "delete"];

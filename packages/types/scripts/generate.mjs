@@ -5,16 +5,12 @@ import {
   readBundledSpec,
   repoRoot,
   requireTypeScriptFromEsm,
-  stamp,
+  stampOrExit,
   writeIfChanged,
 } from "../../../scripts/lib/generated.mjs";
 
 const target = join(repoRoot, "packages/types/src/generated/openapi.gen.ts");
-const state = stamp("types");
-if (state.fresh) {
-  console.log("types: unchanged since the last run");
-  process.exit(0);
-}
+const state = stampOrExit("types");
 // Loaded only when there is work: openapi-typescript pulls in the TypeScript compiler.
 requireTypeScriptFromEsm();
 const { default: openapiTS, astToString } = await import("openapi-typescript");
