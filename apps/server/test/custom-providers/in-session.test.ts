@@ -7,6 +7,7 @@ import {
   environments,
   firstVersion,
   getCustomProvider,
+  promote,
   startMcpUpstream,
   useRemoteProviderSetup,
   waitForDeployment,
@@ -64,19 +65,7 @@ describe("a custom provider used in a session", () => {
       }),
     );
     expect((await waitForDeployment(t, cpId, v2.id)).status).toBe("deployment_succeeded");
-    await unwrap(
-      t.client.POST("/custom-providers/{custom_provider_id}/commits", {
-        params: { path: { custom_provider_id: cpId } },
-        body: {
-          message: "Ship v2",
-          action: {
-            type: "merge_version_into_environment",
-            from_environment_id: envs.development,
-            to_environment_id: envs.production,
-          },
-        },
-      }),
-    );
+    await promote(t, cpId, envs.development, envs.production, "Ship v2");
     expect((await getCustomProvider(t, cpId)).provider.current_version?.version).toBe("v2");
     expect(await toolNames(session)).toEqual(["alerts_v2", "forecast_v2"]);
     const v2Client = await connectMcp(t, session);

@@ -166,6 +166,19 @@ export async function environments(t: TestServer, customProviderId: string) {
   return { development: id("development"), production: id("production") };
 }
 
+/** A commit merging the version deployed in environment `from` into environment `to` (e.g. development → production). */
+export async function promote(t: TestServer, customProviderId: string, from: string, to: string, message = "Promote") {
+  return await unwrap(
+    t.client.POST("/custom-providers/{custom_provider_id}/commits", {
+      params: { path: { custom_provider_id: customProviderId } },
+      body: {
+        message,
+        action: { type: "merge_version_into_environment", from_environment_id: from, to_environment_id: to },
+      },
+    }),
+  );
+}
+
 export type { ErrorBody };
 
 /**

@@ -1,6 +1,6 @@
 import { ApiError } from "@toolplane/server-stubs";
 import type { components } from "@toolplane/types";
-import { type ExpressionBuilder, sql } from "kysely";
+import { type Expression, type ExpressionBuilder, sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import type { Database, JsonObject } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
@@ -41,6 +41,13 @@ export interface EffectiveVersion {
 
 const visibleProvider = (instanceId: string) => (eb: ExpressionBuilder<Database, "providers">) =>
   eb.or([eb("providers.instance_id", "is", null), eb("providers.instance_id", "=", instanceId)]);
+
+type ProviderExpressions = ExpressionBuilder<Database, "providers">;
+
+/** An optional id given to the create query: null, or naming a row that `row` finds for the provider. */
+const absentOrFound =
+  (id: string, row: (eb: ProviderExpressions) => Expression<unknown>) => (eb: ProviderExpressions) =>
+    eb.or([sql<boolean>`${id}::text is null`, eb.exists(row(eb))]);
 
 export class ProviderDeploymentService {
   private readonly getQuery;
@@ -93,28 +100,22 @@ export class ProviderDeploymentService {
             ])
             .where("providers.id", "=", p.providerId)
             .where(visibleProvider(p.instanceId))
-            .where(({ or, exists, selectFrom }) =>
-              or([
-                sql<boolean>`${p.versionId}::text is null`,
-                exists(
-                  selectFrom("provider_versions as lv")
-                    .select("lv.id")
-                    .where("lv.id", "=", p.versionId)
-                    .whereRef("lv.provider_id", "=", "providers.id"),
-                ),
-              ]),
+            .where(
+              absentOrFound(p.versionId, ({ selectFrom }) =>
+                selectFrom("provider_versions as lv")
+                  .select("lv.id")
+                  .where("lv.id", "=", p.versionId)
+                  .whereRef("lv.provider_id", "=", "providers.id"),
+              ),
             )
-            .where(({ or, exists, selectFrom }) =>
-              or([
-                sql<boolean>`${p.configId}::text is null`,
-                exists(
-                  selectFrom("provider_configs as c")
-                    .select("c.id")
-                    .where("c.id", "=", p.configId)
-                    .where("c.instance_id", "=", p.instanceId)
-                    .whereRef("c.provider_id", "=", "providers.id"),
-                ),
-              ]),
+            .where(
+              absentOrFound(p.configId, ({ selectFrom }) =>
+                selectFrom("provider_configs as c")
+                  .select("c.id")
+                  .where("c.id", "=", p.configId)
+                  .where("c.instance_id", "=", p.instanceId)
+                  .whereRef("c.provider_id", "=", "providers.id"),
+              ),
             ),
         )
         .returningAll();

@@ -7,6 +7,7 @@ import {
   firstVersion,
   getCustomProvider,
   type McpUpstream,
+  promote,
   REMOTE_TOOLS,
   startMcpUpstream,
   startRunner,
@@ -26,17 +27,6 @@ afterAll(async () => {
   await t.close();
 });
 
-const promote = (cpId: string, from: string, to: string, message = "Promote") =>
-  unwrap(
-    t.client.POST("/custom-providers/{custom_provider_id}/commits", {
-      params: { path: { custom_provider_id: cpId } },
-      body: {
-        message,
-        action: { type: "merge_version_into_environment", from_environment_id: from, to_environment_id: to },
-      },
-    }),
-  );
-
 const getCommit = (cpId: string, id: string) =>
   unwrap(
     t.client.GET("/custom-providers/{custom_provider_id}/commits/{custom_provider_commit_id}", {
@@ -48,7 +38,7 @@ describe("custom provider commits", () => {
   it("a merge of a version still queued stays pending and is applied when the deployment succeeds", async () => {
     const cp = await createRemote(t, upstream.url, "Pending merge");
     const envs = await environments(t, cp.id);
-    const commit = await promote(cp.id, envs.development, envs.production, "Ship v1 early");
+    const commit = await promote(t, cp.id, envs.development, envs.production, "Ship v1 early");
     expect(commit).toMatchObject({ status: "pending", applied_at: null, previous_custom_provider_version: null });
     expect((await getCustomProvider(t, cp.id)).provider.current_version).toBeNull();
 
@@ -74,7 +64,7 @@ describe("custom provider commits", () => {
   it("a pending merge fails when the deployment fails, and the environment keeps its version", async () => {
     const cp = await createRemote(t, await closedPortUrl(), "Doomed merge");
     const envs = await environments(t, cp.id);
-    const commit = await promote(cp.id, envs.development, envs.production);
+    const commit = await promote(t, cp.id, envs.development, envs.production);
     const runner = await startRunner(t);
     try {
       await waitForDeployment(t, cp.id, (await firstVersion(t, cp.id)).id);

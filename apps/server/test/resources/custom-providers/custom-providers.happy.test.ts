@@ -5,6 +5,7 @@ import {
   environments,
   firstVersion,
   getCustomProvider,
+  promote,
   REMOTE_TOOLS,
   useRemoteProviderSetup,
   waitForDeployment,
@@ -133,20 +134,8 @@ describe("custom providers", () => {
     expect(await resolved()).toEqual([v1.provider_version_id]);
 
     const envs = await environments(t, cp.id);
-    const promote = await unwrap(
-      t.client.POST("/custom-providers/{custom_provider_id}/commits", {
-        params: { path: { custom_provider_id: cp.id } },
-        body: {
-          message: "Ship v2",
-          action: {
-            type: "merge_version_into_environment",
-            from_environment_id: envs.development,
-            to_environment_id: envs.production,
-          },
-        },
-      }),
-    );
-    expect(promote).toMatchObject({
+    const promoted = await promote(t, cp.id, envs.development, envs.production, "Ship v2");
+    expect(promoted).toMatchObject({
       object: "custom_provider.commit",
       status: "applied",
       trigger: "manual",
@@ -159,7 +148,7 @@ describe("custom providers", () => {
       previous_custom_provider_version: { id: v1.id },
       custom_provider_deployment_id: v2.deployment.id,
     });
-    expect(promote.applied_at).not.toBeNull();
+    expect(promoted.applied_at).not.toBeNull();
     expect(await resolved()).toEqual([v2.provider_version_id]);
     expect((await getCustomProvider(t, cp.id)).provider.current_version?.version).toBe("v2");
 
