@@ -1,8 +1,7 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Client, Transport } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { CatalogTool } from "../db/schema.ts";
-import { createTransport, type UpstreamTarget } from "../runtimes/connect.ts";
+import { createClient, createTransport, type UpstreamTarget } from "../runtimes/connect.ts";
 
 /** A deployment failure with a stable code (see CustomProviderError in the spec); the message holds no secrets. */
 export class ProbeError extends Error {
@@ -67,21 +66,32 @@ async function bounded<T>(work: Promise<T>, options: ProbeOptions, what: string,
   }
 }
 
-function transportFor(target: UpstreamTarget): { transport: Transport; stderrTail: () => string } {
+/** How long a child that exited may still take to deliver what it wrote to stderr. */
+const STDERR_GRACE_MS = 500;
+
+function transportFor(target: UpstreamTarget): { transport: Transport; stderrTail: () => Promise<string> } {
   const transport = createTransport(target, "pipe");
   let tail = "";
-  if (transport instanceof StdioClientTransport) {
-    transport.stderr?.on("data", (chunk: Buffer) => {
+  let ended: Promise<unknown> = Promise.resolve();
+  if (transport instanceof StdioClientTransport && transport.stderr) {
+    const stderr = transport.stderr;
+    stderr.on("data", (chunk: Buffer) => {
       tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL);
     });
+    ended = new Promise((resolve) => stderr.once("end", resolve));
   }
-  return { transport, stderrTail: () => tail.trim() };
+  // The client may learn of the exit before the pipe has delivered the child's last words.
+  const stderrTail = async () => {
+    await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, STDERR_GRACE_MS))]);
+    return tail.trim();
+  };
+  return { transport, stderrTail };
 }
 
 /** Connects and runs `initialize`; failures become ProbeErrors with a code saying which step failed. */
 export async function connectUpstream(target: UpstreamTarget, options: ProbeOptions): Promise<UpstreamConnection> {
   const { transport, stderrTail } = transportFor(target);
-  const client = new Client({ name: "toolplane-deploy-probe", version: "1.0.0" });
+  const client = createClient(target, "toolplane-deploy-probe");
   let exited = false;
   transport.onclose = () => {
     exited = true;
@@ -94,7 +104,7 @@ export async function connectUpstream(target: UpstreamTarget, options: ProbeOpti
     if (error instanceof ProbeError) throw error;
     const where = describe(target);
     if (target.runtime.type === "stdio" && (exited || (error as { code?: unknown }).code === "ENOENT")) {
-      const stderr = stderrTail();
+      const stderr = await stderrTail();
       throw new ProbeError(
         "process_exited",
         `${where} exited before answering initialize${stderr ? `; its stderr ended with: ${stderr}` : "."}`,

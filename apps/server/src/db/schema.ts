@@ -426,6 +426,8 @@ export interface ToolCallTool {
   input_schema: JsonObject;
 }
 
+export type ToolCallStatus = "waiting_for_response" | "succeeded" | "failed" | "cancelled";
+
 export interface ToolCallsTable {
   id: string;
   instance_id: string;
@@ -434,10 +436,7 @@ export interface ToolCallsTable {
   provider_id: string | null;
   provider_deployment_id: string | null;
   tool_key: string;
-  status: ColumnType<
-    "waiting_for_response" | "succeeded" | "failed",
-    "waiting_for_response" | "succeeded" | "failed" | undefined
-  >;
+  status: ColumnType<ToolCallStatus, ToolCallStatus | undefined>;
   transport: "tool_call" | "mcp";
   message_id: string;
   connection_id: string | null;
@@ -566,6 +565,17 @@ export interface Database {
   custom_provider_commits: CustomProviderCommitsTable;
   custom_provider_jobs: CustomProviderJobsTable;
   catalog_state: CatalogStateTable;
+  mcp_connections: McpConnectionsTable;
+}
+
+/** A 2025-era client's MCP session on a session's endpoint (mcp/connections.ts). */
+export interface McpConnectionsTable {
+  id: string;
+  session_id: string;
+  protocol_version: string;
+  client_capabilities: Json<JsonObject>;
+  client_info: NullableJson<JsonObject>;
+  created_at: Generated<Timestamp>;
 }
 
 /** The digest of the catalog last loaded in full (catalog/loader.ts `syncCatalog`). */

@@ -1,39 +1,98 @@
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ClientCapabilities, Progress } from "@modelcontextprotocol/client";
+import { ApiError } from "@toolplane/server-stubs";
 import type { Db } from "../db/database.ts";
-import type { JsonObject, Row } from "../db/schema.ts";
+import type { JsonObject, Row, ToolCallStatus } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
 import { UpstreamCredentials } from "../oauth/upstream-credentials.ts";
 import type { UpstreamTarget } from "../runtimes/connect.ts";
-import { type Upstream, UpstreamFailure, type UpstreamPool, upstreams, upstreamTimeoutMs } from "../runtimes/pool.ts";
+import {
+  type ListMethod,
+  relayedCapabilities,
+  type Upstream,
+  type UpstreamCaller,
+  UpstreamFailure,
+  type UpstreamPool,
+  upstreamCaller,
+  upstreamMaxMs,
+  upstreams,
+  upstreamTimeoutMs,
+} from "../runtimes/pool.ts";
 import { applyTransformer } from "../runtimes/transformer.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
-import { assignToolKeys } from "./tool-keys.ts";
+import { Namespaces } from "./keys.ts";
 
-/** A tool of the session under its session-wide key, with the upstream that serves it. */
-export interface SessionTool {
-  key: string;
-  tool: Tool;
+type Item = Record<string, unknown>;
+
+/** The member of a listed item that the gateway namespaces, per list. */
+const NAMED_BY: Record<ListMethod, "name" | "uri" | "uriTemplate"> = {
+  "tools/list": "name",
+  "prompts/list": "name",
+  "resources/list": "uri",
+  "resources/templates/list": "uriTemplate",
+};
+
+/** What the client of a request declared and how to reach it while the request runs. */
+export interface Downstream {
+  /** The client's capabilities; the upstream client declares the relayed ones (sampling, elicitation, roots). */
+  capabilities?: ClientCapabilities;
+  /** Server→client requests and request-scoped notifications of an upstream, for the client (per provider). */
+  caller?: (provider: GatewaySessionProvider) => UpstreamCaller;
+  /**
+   * The client's connection (2025 session, SSE stream), if it has one. A client that declared roots gets upstream
+   * connections of its own: roots are the client's, and an upstream asks for them outside any request.
+   */
+  connectionId?: string | null;
+  /** Told of every upstream used for the client, to relay what the upstream sends outside requests. */
+  watch?: (provider: GatewaySessionProvider, upstream: Upstream) => void;
+}
+
+/** Where a tool or prompt key leads. */
+export interface Located {
   provider: GatewaySessionProvider;
   upstream: Upstream;
+  item: Item;
+  name: string;
+}
+
+/** A provider of the session that could not be listed or reached, and why. */
+export interface ProviderFailure {
+  provider: GatewaySessionProvider;
+  error: UpstreamFailure;
 }
 
 export interface CallOrigin {
   transport: "mcp" | "tool_call";
-  /** The MCP client connection, when the endpoint has one (the legacy SSE transport). */
+  /** The MCP client connection, when the endpoint has one (2025 sessions and legacy SSE). */
   connectionId: string | null;
   metadata?: JsonObject | null;
 }
 
+export interface CallOptions extends Downstream {
+  /** The client cancelled: forwarded upstream, and the call is recorded `cancelled`. */
+  signal?: AbortSignal;
+  onprogress?: (progress: Progress) => void;
+  /** Other params of the client's `tools/call` (`_meta`, `task`, `inputResponses`, `requestState`), passed on. */
+  params?: Record<string, unknown>;
+}
+
 export interface CallOutcome {
   record: Row<"tool_calls">;
-  result: CallToolResult | null;
+  /** The upstream's result as it came (a tool result, or an `input_required` or task result). */
+  result: Item | null;
   failure: UpstreamFailure | null;
 }
 
 /** How long a session counts as `connected` after its last MCP request. */
 const CONNECTED_FOR_MS = 5 * 60_000;
+
+const envMs = (name: string, fallback: number): number => {
+  const value = Number(process.env[name]);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+};
+/** How long a listing waits for any one provider before leaving it out (TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS). */
+export const listTimeoutMs = () => envMs("TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS", 5_000);
 
 const RECORD_FIELDS = [
   "id",
@@ -53,9 +112,10 @@ const RECORD_FIELDS = [
 const COMPLETE_FIELDS = ["id", "status", "runId", "output", "error", "completedAt"] as const;
 
 /**
- * The gateway's core, shared by the MCP endpoint and the tool-calls API: aggregates the tools of a session's
- * providers and routes calls to their upstreams, recording each call. Holds no session state: everything is read
- * from the database per request, and upstream connections come from the process's pool.
+ * The gateway's core, shared by the MCP endpoint and the tool-calls API: merges the lists of a session's
+ * providers under session-wide keys (see Namespaces) and routes requests to their upstreams, recording every tool
+ * call. Holds no session state: everything is read from the database per request, and upstream connections come
+ * from the process's pool.
  */
 export class Gateway {
   private readonly credentials: UpstreamCredentials;
@@ -68,6 +128,8 @@ export class Gateway {
     secrets: SecretBox,
     private readonly pool: UpstreamPool = upstreams,
     readonly timeoutMs: number = upstreamTimeoutMs(),
+    readonly listMs: number = listTimeoutMs(),
+    readonly maxMs: number = upstreamMaxMs(),
   ) {
     this.credentials = new UpstreamCredentials({ db, secrets });
     this.recordQuery = prepared(RECORD_FIELDS, (p) =>
@@ -91,7 +153,7 @@ export class Gateway {
       db
         .updateTable("tool_calls")
         .set({
-          status: p.status as "succeeded" | "failed",
+          status: p.status as ToolCallStatus,
           provider_run_id: p.runId,
           output: p.output,
           error: p.error,
@@ -103,56 +165,160 @@ export class Gateway {
     );
   }
 
+  namespaces(session: GatewaySession): Namespaces {
+    return new Namespaces(session.providers.map((p) => ({ id: p.sessionProviderId, slug: p.providerSlug })));
+  }
+
   /**
-   * The session's tools, every provider listed concurrently. A provider whose upstream cannot be reached (or whose
-   * credentials are unusable) contributes no tools rather than failing the list; `failures` says which.
+   * One list of the session (tools, prompts, resources or templates), every provider asked concurrently and each
+   * bounded by the list timeout: a hung or dead provider is left out (and named in `failures`), never waited for.
    */
-  async tools(session: GatewaySession): Promise<{ tools: SessionTool[]; failures: Map<string, Error> }> {
-    const failures = new Map<string, Error>();
+  async list(
+    session: GatewaySession,
+    method: ListMethod,
+    downstream: Downstream = {},
+  ): Promise<{ items: { item: Item; provider: GatewaySessionProvider; name: string }[]; failures: ProviderFailure[] }> {
+    const names = this.namespaces(session);
+    const failures: ProviderFailure[] = [];
+    const member = NAMED_BY[method];
     const listed = await Promise.all(
       session.providers.map(async (provider) => {
         try {
-          const upstream = await this.upstreamFor(session.instanceId, provider);
-          return { provider, upstream, tools: await upstream.listTools(this.timeoutMs) };
+          const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
+          const items = await this.withCaller(provider, downstream, () => upstream.list(method, this.listMs));
+          return items
+            .filter((item) => method !== "tools/list" || allowedTool(provider, names, String(item.name)))
+            .map((item) => {
+              const own = String(item[member]);
+              const exposed =
+                member === "name"
+                  ? names.key(provider.sessionProviderId, own)
+                  : names.uri(provider.sessionProviderId, own);
+              return { item: { ...item, [member]: exposed }, provider, name: own };
+            });
         } catch (error) {
-          failures.set(provider.sessionProviderId, error instanceof Error ? error : new Error(String(error)));
-          return null;
+          failures.push({ provider, error: asFailure(error) });
+          return [];
         }
       }),
     );
-    const reached = listed.filter((l) => l !== null);
-    const keys = assignToolKeys(
-      reached.map((l) => ({
-        id: l.provider.sessionProviderId,
-        slug: l.provider.providerSlug,
-        names: l.tools.map((t) => t.name),
-      })),
+    return { items: listed.flat(), failures };
+  }
+
+  /**
+   * The provider, upstream and upstream name behind a tool or prompt key. Only the providers the key's prefix
+   * can belong to are asked, so a call never waits on another provider. Null when no provider offers the key; a
+   * provider that cannot be reached (or whose credentials need renewing) fails with that reason, naming it.
+   */
+  async locate(
+    session: GatewaySession,
+    method: "tools/list" | "prompts/list",
+    key: string,
+    downstream: Downstream = {},
+  ): Promise<Located | null> {
+    const found = await this.find(session, method, key, downstream);
+    if (found && "failure" in found) throw namingProvider(found.failure);
+    return found;
+  }
+
+  private async find(
+    session: GatewaySession,
+    method: "tools/list" | "prompts/list",
+    key: string,
+    downstream: Downstream,
+  ): Promise<Located | { failure: ProviderFailure } | null> {
+    const names = this.namespaces(session);
+    const candidates = new Set(names.candidates(key));
+    let failure: ProviderFailure | null = null;
+    for (const provider of session.providers) {
+      if (!candidates.has(provider.sessionProviderId)) continue;
+      try {
+        const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
+        const items = await this.withCaller(provider, downstream, () => upstream.list(method, this.listMs));
+        const item = items.find((i) => names.key(provider.sessionProviderId, String(i.name)) === key);
+        if (!item) continue;
+        if (method === "tools/list" && !allowedTool(provider, names, String(item.name))) continue;
+        return { provider, upstream, item, name: String(item.name) };
+      } catch (error) {
+        failure ??= { provider, error: asFailure(error) };
+      }
+    }
+    return failure ? { failure } : null;
+  }
+
+  /** The provider and upstream behind a URI the client sent (resources and resource templates). */
+  async locateUri(
+    session: GatewaySession,
+    uri: string,
+    downstream: Downstream = {},
+  ): Promise<{ provider: GatewaySessionProvider; upstream: Upstream; uri: string } | null> {
+    const resolved = this.namespaces(session).resolveUri(uri);
+    const provider = session.providers.find((p) => p.sessionProviderId === resolved?.providerId);
+    if (!resolved || !provider) return null;
+    try {
+      return {
+        provider,
+        upstream: await this.upstreamFor(session.instanceId, provider, downstream),
+        uri: resolved.uri,
+      };
+    } catch (error) {
+      throw asFailure(error);
+    }
+  }
+
+  /** Any request to one upstream, on behalf of the client (its server→client requests and notifications relayed). */
+  async forward(
+    provider: GatewaySessionProvider,
+    upstream: Upstream,
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: CallOptions = {},
+  ): Promise<Item> {
+    return this.withCaller(provider, options, () =>
+      upstream.request(method, params, {
+        timeoutMs: this.timeoutMs,
+        maxTotalMs: this.maxMs,
+        ...(options.signal ? { signal: options.signal } : {}),
+        // Progress is always asked for: it is what lets a long call outlive the upstream timeout.
+        onprogress: options.onprogress ?? (() => undefined),
+      }),
     );
-    const tools = reached.flatMap((l, i) =>
-      l.tools
-        .map((tool, j) => ({ key: keys[i]?.[j] ?? tool.name, tool, provider: l.provider, upstream: l.upstream }))
-        .filter(({ key, tool }) => {
-          const allowed = l.provider.toolKeys;
-          return !allowed || allowed.includes(key) || allowed.includes(tool.name);
-        }),
+  }
+
+  /** The session's providers, connected (bounded by the list timeout): for capabilities and instructions. */
+  async describe(session: GatewaySession, downstream: Downstream = {}) {
+    return Promise.all(
+      session.providers.map(async (provider) => {
+        try {
+          const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
+          return { provider, ...(await upstream.describe(this.listMs)) };
+        } catch {
+          return { provider, capabilities: {}, instructions: undefined };
+        }
+      }),
     );
-    return { tools, failures };
   }
 
   /**
    * Calls the tool with the session-wide `key`: records it `waiting_for_response`, forwards it, and completes the
-   * record with the result or the failure. Null when no provider of the session offers the key (nothing recorded).
+   * record with the result, the failure or the cancellation. Null when no provider of the session offers the key
+   * (nothing recorded).
    */
   async call(
     session: GatewaySession,
     key: string,
     input: Record<string, unknown> | undefined,
     origin: CallOrigin,
+    options: CallOptions = {},
   ): Promise<CallOutcome | null> {
-    const { tools } = await this.tools(session);
-    const target = tools.find((t) => t.key === key);
-    if (!target) return null;
-    const { provider, tool, upstream } = target;
+    const found = await this.find(session, "tools/list", key, options);
+    if (!found) return null;
+    // A provider that could not be reached to find the tool: the call is recorded as failed, naming the provider.
+    const failed = "failure" in found ? namingProvider(found.failure) : null;
+    const provider = "failure" in found ? found.failure.provider : found.provider;
+    const upstream = "failure" in found ? null : found.upstream;
+    const item: Item = "failure" in found ? {} : found.item;
+    const name = "failure" in found ? key : found.name;
     const id = newId("tcl");
     // The record is written while the call is under way (it never waits for the database first); its insert is
     // awaited before the completion, and a failed insert fails the request (the call ran but is not recorded).
@@ -168,33 +334,40 @@ export class Gateway {
         transport: origin.transport,
         messageId: newId("smg"),
         connectionId: origin.connectionId,
-        tool: JSON.stringify({
-          name: tool.name,
-          description: tool.description ?? null,
-          input_schema: tool.inputSchema,
-        }),
+        tool: upstream
+          ? JSON.stringify({
+              name,
+              description: typeof item.description === "string" ? item.description : null,
+              input_schema: item.inputSchema ?? null,
+            })
+          : null,
         input: input === undefined ? null : JSON.stringify(input),
         metadata: origin.metadata ? JSON.stringify(origin.metadata) : null,
       }),
     );
     recorded.catch(() => undefined); // awaited below; this only keeps it from counting as unhandled meanwhile
 
-    let result: CallToolResult | null = null;
-    let failure: UpstreamFailure | null = null;
-    try {
-      result = await upstream.callTool(tool.name, input, this.timeoutMs);
-    } catch (error) {
-      failure =
-        error instanceof UpstreamFailure
-          ? error
-          : new UpstreamFailure("upstream_unavailable", "The upstream MCP server failed the request.");
-    }
+    let result: Item | null = null;
+    let failure: UpstreamFailure | null = failed;
+    if (upstream)
+      try {
+        result = await this.forward(
+          provider,
+          upstream,
+          "tools/call",
+          { ...options.params, name, ...(input === undefined ? {} : { arguments: input }) },
+          options,
+        );
+      } catch (error) {
+        failure = asFailure(error);
+      }
     await recorded;
+    const status: ToolCallStatus = result ? "succeeded" : failure?.code === "cancelled" ? "cancelled" : "failed";
     const completed = await this.db.executeQuery(
       this.completeQuery({
         id,
-        status: result ? "succeeded" : "failed",
-        runId: upstream.runId,
+        status,
+        runId: upstream?.runId ?? null,
         output: result ? JSON.stringify(result) : null,
         error: failure ? JSON.stringify({ code: failure.code, message: failure.message }) : null,
         completedAt: new Date(),
@@ -221,18 +394,32 @@ export class Gateway {
       .execute();
   }
 
+  private withCaller<T>(provider: GatewaySessionProvider, downstream: Downstream, fn: () => Promise<T>): Promise<T> {
+    const caller = downstream.caller?.(provider);
+    return caller ? upstreamCaller.run(caller, fn) : fn();
+  }
+
   /**
    * The upstream of a provider with its credentials and config applied. Credentials are fetched before every
    * connection lookup (an expired OAuth token is refreshed there) and become headers of remote upstreams:
    * OAuth → `Authorization: <token_type> <access_token>`; manual → `Authorization: Bearer <token>` when the
-   * values have a string `token`. Config reaches the upstream only through the runtime's transformer.
+   * values have a string `token`. Config reaches the upstream only through the runtime's transformer. Unusable
+   * credentials fail with a message that names the provider and how to re-authenticate.
    */
-  private async upstreamFor(instanceId: string, provider: GatewaySessionProvider): Promise<Upstream> {
+  async upstreamFor(
+    instanceId: string,
+    provider: GatewaySessionProvider,
+    downstream: Downstream = {},
+  ): Promise<Upstream> {
     const { runtime } = provider;
     const applied = applyTransformer(runtime.transformer, provider.config);
     const headers = { ...applied.headers };
     if (provider.providerAuthConfigId) {
-      const credential = await this.credentials.credentialFor(instanceId, provider.providerAuthConfigId);
+      const credential = await this.credentials
+        .credentialFor(instanceId, provider.providerAuthConfigId)
+        .catch((error: unknown) => {
+          throw needsReauthentication(provider, error);
+        });
       if (credential.kind === "oauth") {
         const type = /^bearer$/i.test(credential.tokenType) ? "Bearer" : credential.tokenType;
         headers.Authorization = `${type} ${credential.accessToken}`;
@@ -241,6 +428,37 @@ export class Gateway {
       }
     }
     const target: UpstreamTarget = { runtime, ...applied, headers };
-    return this.pool.get(provider.sessionProviderId, target);
+    const capabilities = relayedCapabilities(downstream.capabilities);
+    const owner = capabilities.roots ? (downstream.connectionId ?? null) : null;
+    const upstream = this.pool.get(provider.sessionProviderId, target, capabilities, owner);
+    downstream.watch?.(provider, upstream);
+    return upstream;
   }
+}
+
+/** `tool_filters.tool_keys`: a tool is exposed when its key or its upstream name is listed (or no filter is set). */
+function allowedTool(provider: GatewaySessionProvider, names: Namespaces, name: string): boolean {
+  const allowed = provider.toolKeys;
+  return !allowed || allowed.includes(names.key(provider.sessionProviderId, name)) || allowed.includes(name);
+}
+
+function asFailure(error: unknown): UpstreamFailure {
+  if (error instanceof UpstreamFailure) return error;
+  return new UpstreamFailure("upstream_unavailable", "The upstream MCP server failed the request.");
+}
+
+/** A failure whose message says which provider it is about. */
+function namingProvider({ provider, error }: ProviderFailure): UpstreamFailure {
+  if (error.message.startsWith("Provider ")) return error;
+  const message = `Provider ${provider.providerSlug}: ${error.message}`;
+  return new UpstreamFailure(error.code, message, error.rpcCode, error.rpcData);
+}
+
+function needsReauthentication(provider: GatewaySessionProvider, error: unknown): UpstreamFailure {
+  const detail = error instanceof ApiError ? ` (${error.message})` : "";
+  return new UpstreamFailure(
+    "upstream_unavailable",
+    `Provider ${provider.providerSlug} needs re-authentication${detail}. Create a setup session for deployment ` +
+      `${provider.providerDeploymentId} (POST /provider-setup-sessions) and open its url to connect it again.`,
+  );
 }

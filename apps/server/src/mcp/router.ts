@@ -1,15 +1,16 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from "@modelcontextprotocol/node";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { createMcpHandler, isInitializeRequest, isLegacyRequest, type Transport } from "@modelcontextprotocol/server";
 import { ApiError } from "@toolplane/server-stubs";
-import { type Request, Router } from "express";
+import express, { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../app.ts";
 import { ApiKeyVerifier } from "../auth/api-keys.ts";
 import { newId } from "../lib/ids.ts";
 import { gatewaySessionLoader } from "../resources/sessions/gateway-view.ts";
 import { Gateway } from "./gateway.ts";
 import type { GatewaySession, LoadGatewaySession } from "./gateway-session.ts";
-import { sessionMcpServer } from "./server.ts";
+import { type ServingContext, sessionMcpServer } from "./server.ts";
 
 const API_KEY_PREFIX = "tp_";
 const sha256 = (s: string) => createHash("sha256").update(s).digest();
@@ -17,7 +18,8 @@ const sha256 = (s: string) => createHash("sha256").update(s).digest();
 /**
  * Who may use a session's MCP endpoint: a bearer API key of the session's instance (a key of another instance sees
  * a 404, as for any id of another tenant) or the session's own secret (compared by SHA-256 in constant time; a
- * wrong one is a 401). A session that does not exist or was deleted is a 404; an archived one is a 410.
+ * wrong one is a 401). The credential comes in `Authorization: Bearer` or, for clients that cannot set headers,
+ * as `?key=`. A session that does not exist or was deleted is a 404; an archived one is a 410.
  */
 export class SessionAccess {
   private readonly keys: ApiKeyVerifier;
@@ -29,12 +31,11 @@ export class SessionAccess {
     this.keys = new ApiKeyVerifier(deps.db);
   }
 
-  async authorize(sessionId: string, authorization: string | undefined): Promise<GatewaySession> {
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
+  async authorize(sessionId: string, token: string | null): Promise<GatewaySession> {
     if (!token) {
-      throw new ApiError("unauthorized", "Send Authorization: Bearer <session secret or API key>.");
+      throw new ApiError("unauthorized", "Send Authorization: Bearer <session secret or API key>, or ?key=<secret>.");
     }
-    const instanceId = token.startsWith(API_KEY_PREFIX) ? (await this.keys.verify(authorization)).instanceId : null;
+    const instanceId = token.startsWith(API_KEY_PREFIX) ? (await this.keys.verify(`Bearer ${token}`)).instanceId : null;
     const session = await this.load(sessionId);
     if (!session || (instanceId !== null && session.instanceId !== instanceId) || session.status === "deleted") {
       throw ApiError.notFound("session", sessionId);
@@ -53,60 +54,265 @@ export class SessionAccess {
   }
 }
 
+/** The credential of a request: `Authorization: Bearer …`, else the `key` query parameter. */
+function credentialOf(req: Request): string | null {
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
+  if (bearer) return bearer;
+  const key = new URL(req.originalUrl, "http://localhost").searchParams.get("key");
+  return key || null;
+}
+
 /**
- * The MCP endpoint behind every session's `connection_url`:
- * - `POST /mcp/:sessionId` — MCP Streamable HTTP, stateless: each request builds its server from the database
- *   and answers with JSON, so any replica can serve any request of any session. GET and DELETE (standalone
- *   streams, session termination) answer 405, as the transport allows for stateless servers.
- * - `GET /mcp/:sessionId/sse` + `POST /mcp/:sessionId/messages?sessionId=…` — the legacy HTTP+SSE transport. Its
- *   stream lives in the process that opened it, so the messages must reach that process (sticky routing).
+ * Origins allowed to call the MCP endpoint from a browser (MCP requires servers to validate `Origin` against DNS
+ * rebinding): this server's public origin and TOOLPLANE_ALLOWED_ORIGINS (comma-separated, `*` for any). Requests
+ * without `Origin` (every non-browser client) are not affected.
+ */
+function originGuard(publicUrl: string) {
+  const allowed = new Set([new URL(publicUrl).origin]);
+  for (const origin of (process.env.TOOLPLANE_ALLOWED_ORIGINS ?? "").split(",")) {
+    if (origin.trim()) allowed.add(origin.trim().replace(/\/+$/, ""));
+  }
+  return (req: Request) => {
+    const origin = req.headers.origin;
+    if (origin === undefined || allowed.has("*") || allowed.has(origin)) return;
+    throw new ApiError("forbidden", `Origin ${origin} may not use this MCP endpoint.`, {
+      hint: "Add the origin to TOOLPLANE_ALLOWED_ORIGINS to let a browser-based client connect.",
+    });
+  };
+}
+
+/** A connection of a 2025-era client (Streamable HTTP session or legacy SSE stream) served by this process. */
+interface Connection {
+  sessionId: string;
+  transport: NodeStreamableHTTPServerTransport | SSEServerTransport;
+  close(): Promise<void>;
+}
+
+/**
+ * The MCP endpoint behind every session's `connection_url`, for both protocol eras:
+ * - `POST /mcp/:sessionId` — MCP 2026-07-28 requests (stateless, `_meta` per request, `server/discover`): each is
+ *   served by a server built for it from the database, so any replica serves any request. 2025-era clients
+ *   `initialize` a Streamable HTTP session (`Mcp-Session-Id` `scn_…`) whose later POSTs, GET stream and DELETE
+ *   reach the process that holds it; a 2025-era request without a session is served statelessly.
+ * - `GET /mcp/:sessionId/sse` + `POST /mcp/:sessionId/messages?sessionId=…` — the legacy HTTP+SSE transport.
+ * Both connection kinds live in the process that opened them (sticky routing, see README).
+ * Unauthenticated requests get a 401 with `WWW-Authenticate` pointing at the RFC 9728 metadata served here.
  */
 export function mcpGatewayRouter(deps: AppDeps): Router {
   const gateway = new Gateway(deps.db, deps.secrets);
   const load = gatewaySessionLoader(deps.db, deps.secrets);
   const access = new SessionAccess(deps, load);
-  const sseStreams = new Map<string, { transport: SSEServerTransport; sessionId: string }>();
+  const checkOrigin = originGuard(deps.publicUrl);
+  const connections = new Map<string, Connection>();
   const router = Router();
   const sessionIdOf = (req: Request) => String(req.params.sessionId);
+  const metadataUrl = (sessionId: string) => `${deps.publicUrl}/.well-known/oauth-protected-resource/mcp/${sessionId}`;
 
-  router.post("/mcp/:sessionId", async (req, res) => {
-    const session = await access.authorize(sessionIdOf(req), req.headers.authorization);
-    const server = sessionMcpServer(gateway, async () => session, null);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on("close", () => {
-      void transport.close();
-      void server.close();
+  const authorize = async (req: Request, res: Response): Promise<GatewaySession> => {
+    checkOrigin(req);
+    try {
+      return await access.authorize(sessionIdOf(req), credentialOf(req));
+    } catch (error) {
+      if (error instanceof ApiError && error.code === "unauthorized") {
+        res.setHeader("WWW-Authenticate", `Bearer resource_metadata="${metadataUrl(sessionIdOf(req))}"`);
+      }
+      throw error;
+    }
+  };
+  const servingFor = (req: Request, connectionId: string | null): ServingContext => ({
+    connectionId,
+    canRequest: connectionId !== null,
+    log: req.log,
+  });
+
+  // RFC 9728: what protects a session's endpoint. Its credential is the session secret handed out by the API (or an
+  // API key), so no authorization server is named; clients learn that a bearer token goes in the header.
+  router.get("/.well-known/oauth-protected-resource/mcp/:sessionId", (req, res) => {
+    res.json({
+      resource: `${deps.publicUrl}/mcp/${sessionIdOf(req)}`,
+      authorization_servers: [],
+      bearer_methods_supported: ["header"],
+      resource_name: "Toolplane session",
+      resource_documentation: `${deps.publicUrl}/docs`,
     });
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+  });
+
+  // One handler for every 2026-07-28 request (and stateless 2025 ones): the session travels in authInfo.
+  const perRequest = createMcpHandler(
+    async ({ authInfo }) => {
+      const extra = authInfo?.extra as { session: GatewaySession; serving: ServingContext; method?: string };
+      return sessionMcpServer(gateway, async () => extra.session, extra.serving, {
+        instructions: extra.method === "server/discover" || extra.method === "initialize",
+      });
+    },
+    { onerror: (error) => deps.logger.warn({ err: error.message }, "MCP request failed") },
+  );
+  const perRequestNode = toNodeHandler(perRequest);
+  const jsonBody = express.json({ limit: deps.bodyLimitBytes, type: () => true });
+
+  router.post("/mcp/:sessionId", jsonBody, async (req, res) => {
+    const session = await authorize(req, res);
+    const connectionId = req.headers["mcp-session-id"];
+    const local = typeof connectionId === "string" ? connections.get(connectionId) : undefined;
+    if (local && local.sessionId === session.id && local.transport instanceof NodeStreamableHTTPServerTransport) {
+      await local.transport.handleRequest(req, res, req.body);
+    } else if (typeof connectionId === "string") {
+      // Initialised on another replica: served here request by request, as the client declared at initialize.
+      const stored = await loadConnection(connectionId, session.id);
+      if (!stored) return sessionNotFound(res);
+      await servePerRequest(req, res, session, {
+        connectionId,
+        canRequest: false,
+        log: req.log,
+        clientCapabilities: stored.client_capabilities,
+      });
+    } else if (isInitializeRequest(req.body) && (await isLegacyRequest(await toWebRequest(req, req.body)))) {
+      await openSession(req, res, session);
+    } else {
+      await servePerRequest(req, res, session, servingFor(req, null));
+    }
     await gateway.touch(session.id, 1, true);
   });
-  router.all("/mcp/:sessionId", async (req, res) => {
-    await access.authorize(sessionIdOf(req), req.headers.authorization);
-    res.setHeader("Allow", "POST");
-    throw new ApiError("method_not_allowed", "This MCP endpoint is stateless: send every message with POST.");
+  // GET opens the stream of a 2025-era MCP session, DELETE ends it; both go to the process that holds it.
+  router.get("/mcp/:sessionId", async (req, res) => {
+    const session = await authorize(req, res);
+    const connectionId = sessionHeader(req, res, "GET opens the stream of a 2025-era MCP session");
+    const local = localConnection(connectionId, session.id);
+    if (local) return local.handleRequest(req, res);
+    if (!(await loadConnection(connectionId, session.id))) return sessionNotFound(res);
+    // Held by another replica: this one offers no stream (a client goes on without one, as MCP allows).
+    res.setHeader("Allow", "POST, DELETE");
+    throw new ApiError("method_not_allowed", "This MCP session's stream is served by another server process.", {
+      hint: "Route a session's GET stream to the process that answered its initialize (sticky routing).",
+    });
   });
+  router.delete("/mcp/:sessionId", async (req, res) => {
+    const session = await authorize(req, res);
+    const connectionId = sessionHeader(req, res, "DELETE ends a 2025-era MCP session");
+    const local = localConnection(connectionId, session.id);
+    if (local) return local.handleRequest(req, res);
+    const deleted = await deps.db
+      .deleteFrom("mcp_connections")
+      .where("id", "=", connectionId)
+      .where("session_id", "=", session.id)
+      .executeTakeFirst();
+    if (deleted.numDeletedRows === 0n) return sessionNotFound(res);
+    res.status(200).end();
+  });
+  router.all("/mcp/:sessionId", async (req, res) => {
+    await authorize(req, res);
+    res.setHeader("Allow", "GET, POST, DELETE");
+    throw new ApiError("method_not_allowed", `${req.method} is not part of MCP's Streamable HTTP transport.`);
+  });
+
+  function sessionHeader(req: Request, res: Response, what: string): string {
+    const connectionId = req.headers["mcp-session-id"];
+    if (typeof connectionId === "string") return connectionId;
+    res.setHeader("Allow", "POST");
+    throw new ApiError("method_not_allowed", `${what}: send its Mcp-Session-Id (2026-07-28 clients only POST).`);
+  }
+
+  function localConnection(connectionId: string, sessionId: string): NodeStreamableHTTPServerTransport | null {
+    const local = connections.get(connectionId);
+    return local?.sessionId === sessionId && local.transport instanceof NodeStreamableHTTPServerTransport
+      ? local.transport
+      : null;
+  }
+
+  /** An MCP session id no replica knows (or of another session): 404, which tells the client to initialise again. */
+  function sessionNotFound(res: Response) {
+    res.status(404).json({ jsonrpc: "2.0", error: { code: -32001, message: "MCP session not found" }, id: null });
+  }
+
+  function loadConnection(connectionId: string, sessionId: string) {
+    return deps.db
+      .selectFrom("mcp_connections")
+      .select(["protocol_version", "client_capabilities"])
+      .where("id", "=", connectionId)
+      .where("session_id", "=", sessionId)
+      .executeTakeFirst();
+  }
+
+  async function servePerRequest(req: Request, res: Response, session: GatewaySession, serving: ServingContext) {
+    const method = typeof req.body?.method === "string" ? req.body.method : undefined;
+    (req as { auth?: unknown }).auth = {
+      token: "",
+      clientId: session.id,
+      scopes: [],
+      extra: { session, serving, method },
+    };
+    await perRequestNode(req, res, req.body);
+  }
+
+  async function openSession(req: Request, res: Response, session: GatewaySession) {
+    const sessionId = session.id;
+    const credential = credentialOf(req);
+    const current = () => access.authorize(sessionId, credential);
+    let connectionId: string | null = null;
+    const transport = new NodeStreamableHTTPServerTransport({
+      sessionIdGenerator: () => {
+        connectionId = newId("scn");
+        return connectionId;
+      },
+      // Stored before initialize is answered, so the client's next request may reach any replica.
+      onsessioninitialized: async (id) => {
+        connections.set(id, { sessionId, transport, close: () => transport.close() });
+        const params = (req.body as { params: Record<string, unknown> }).params;
+        await deps.db
+          .insertInto("mcp_connections")
+          .values({
+            id,
+            session_id: sessionId,
+            protocol_version: String(params.protocolVersion),
+            client_capabilities: JSON.stringify(params.capabilities ?? {}),
+            client_info: params.clientInfo ? JSON.stringify(params.clientInfo) : null,
+          })
+          .execute();
+      },
+      onsessionclosed: async (id) => {
+        connections.delete(id);
+        await deps.db.deleteFrom("mcp_connections").where("id", "=", id).execute();
+      },
+    });
+    // The id exists once the transport answered initialize; calls made on this connection record it.
+    const serving: ServingContext = {
+      get connectionId() {
+        return connectionId;
+      },
+      canRequest: true,
+      log: req.log,
+    };
+    const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
+    transport.onclose = () => {
+      if (connectionId) connections.delete(connectionId);
+      void server.close();
+    };
+    await server.connect(transport as Transport);
+    await transport.handleRequest(req, res, req.body);
+  }
 
   router.get("/mcp/:sessionId/sse", async (req, res) => {
     const sessionId = sessionIdOf(req);
-    const session = await access.authorize(sessionId, req.headers.authorization);
+    const session = await authorize(req, res);
+    const credential = credentialOf(req);
     const transport = new SSEServerTransport(`/mcp/${sessionId}/messages`, res);
-    const current = async () => access.authorize(sessionId, req.headers.authorization);
-    const server = sessionMcpServer(gateway, current, newId("scn"));
-    sseStreams.set(transport.sessionId, { transport, sessionId });
+    const current = () => access.authorize(sessionId, credential);
+    const serving: ServingContext = { connectionId: newId("scn"), canRequest: true, log: req.log };
+    const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
+    connections.set(transport.sessionId, { sessionId, transport, close: () => transport.close() });
     res.on("close", () => {
-      sseStreams.delete(transport.sessionId);
+      connections.delete(transport.sessionId);
       void server.close();
     });
-    await server.connect(transport);
+    await server.connect(transport as unknown as Transport);
     await gateway.touch(session.id, 0, true);
   });
   router.post("/mcp/:sessionId/messages", async (req, res) => {
     const sessionId = sessionIdOf(req);
-    const session = await access.authorize(sessionId, req.headers.authorization);
-    const streamId = new URL(req.url, "http://localhost").searchParams.get("sessionId") ?? "";
-    const stream = sseStreams.get(streamId);
-    if (!stream || stream.sessionId !== sessionId) {
+    const session = await authorize(req, res);
+    const streamId = new URL(req.originalUrl, "http://localhost").searchParams.get("sessionId") ?? "";
+    const stream = connections.get(streamId);
+    if (!stream || stream.sessionId !== sessionId || !(stream.transport instanceof SSEServerTransport)) {
       throw new ApiError("not_found", "No open SSE stream of this session has that sessionId on this server.", {
         entity: "mcp_stream",
       });
@@ -114,5 +320,6 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     await stream.transport.handlePostMessage(req, res);
     await gateway.touch(session.id, 1, true);
   });
+
   return router;
 }

@@ -1,56 +1,431 @@
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
-  CallToolRequestSchema,
-  type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-} from "@modelcontextprotocol/sdk/types.js";
-import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
-import type { Gateway } from "./gateway.ts";
-import type { GatewaySession } from "./gateway-session.ts";
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  type ClientCapabilities,
+  type LoggingLevel,
+  type Notification,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
+import type { Logger } from "pino";
+import {
+  type ListMethod,
+  RELAYED_REQUESTS,
+  type Upstream,
+  type UpstreamCaller,
+  UpstreamFailure,
+} from "../runtimes/pool.ts";
+import type { Downstream, Gateway, ProviderFailure } from "./gateway.ts";
+import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
+import type { Namespaces } from "./keys.ts";
 
-const sharedValidator = new AjvJsonSchemaValidator();
+type Params = Record<string, unknown>;
+
+/** How the client reaches this server: per request (2026-07-28, stateless 2025) or over a connection. */
+export interface ServingContext {
+  /** The MCP connection (`scn_…`) of a 2025 session or legacy SSE stream, recorded on tool calls; null per request. */
+  connectionId: string | null;
+  /** Whether server→client requests can reach the client (a 2025 session or SSE stream with its open stream). */
+  canRequest: boolean;
+  log: Logger;
+  /** What the client declared at `initialize`, when that happened on another replica. */
+  clientCapabilities?: ClientCapabilities;
+}
+
+const GATEWAY_INFO = { name: "toolplane-gateway", version: "0.1.0" };
+const BASE_INSTRUCTIONS =
+  "One MCP server for every provider of this Toolplane session. With several providers, tool and prompt names " +
+  "start with the provider's slug and resource URIs with `<slug>+`.";
+/** `_meta` keys that describe the client's own request envelope: the gateway's upstream client sets its own. */
+const ENVELOPE_KEYS = new Set([
+  "progressToken",
+  PROTOCOL_VERSION_META_KEY,
+  CLIENT_INFO_META_KEY,
+  CLIENT_CAPABILITIES_META_KEY,
+]);
 
 /**
- * The MCP server a client of the session talks to. `session` is read per request (the legacy SSE transport keeps
- * one server for a long-lived connection and must notice a deleted session).
- *
- * A call the upstream answers is passed through as is. A call that got no answer (timeout, upstream down or
- * crashed) is a tool result with `isError` true and the reason as text, so a model sees it; a JSON-RPC error of
- * the upstream is passed on as that error; an unknown key is an InvalidParams error.
+ * The MCP server a client of the session talks to, in either era. Every request is forwarded to the provider it
+ * belongs to, with the client's progress token, cancellation and capabilities carried along:
+ * - lists (tools, prompts, resources, templates) merge every provider under session-wide keys and URIs; a provider
+ *   that cannot be listed is left out and named in a log notification and the server log;
+ * - tools/call, prompts/get, resources/read, subscribe/unsubscribe and completion/complete go to the one provider
+ *   the key or URI names; logging/setLevel goes to all of them;
+ * - a call the upstream answers is passed through as is (URIs in it made session-wide); a call that got no answer
+ *   (timeout, upstream down) is a tool result with `isError` and the reason naming the provider, so a model sees
+ *   it; a JSON-RPC error of the upstream is passed on as that error, naming the provider.
+ * `session` is read per request (a long-lived connection must notice a deleted session).
  */
-export function sessionMcpServer(
+export async function sessionMcpServer(
   gateway: Gateway,
   session: () => Promise<GatewaySession>,
-  connectionId: string | null,
-): Server {
-  const server = new Server(
-    { name: "toolplane-gateway", version: "0.1.0" },
-    {
-      capabilities: { tools: {} },
-      instructions: "Tools of every provider of this Toolplane session.",
-      // A server is built per stateless request; its default would build a new Ajv (with formats) each time.
-      jsonSchemaValidator: sharedValidator,
+  serving: ServingContext,
+  options: { instructions?: boolean } = {},
+): Promise<Server> {
+  const instructions = options.instructions ? await mergedInstructions(gateway, await session()) : BASE_INSTRUCTIONS;
+  const server = new Server(GATEWAY_INFO, {
+    capabilities: {
+      tools: { listChanged: true },
+      prompts: { listChanged: true },
+      resources: { subscribe: true, listChanged: true },
+      completions: {},
+      logging: {},
     },
-  );
-  server.setRequestHandler(ListToolsRequestSchema, async () => {
-    const { tools } = await gateway.tools(await session());
-    return { tools: tools.map(({ key, tool }) => ({ ...tool, name: key })) };
+    instructions,
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-    const { name, arguments: input } = request.params;
-    const outcome = await gateway.call(await session(), name, input, { transport: "mcp", connectionId });
-    if (!outcome) throw new McpError(ErrorCode.InvalidParams, `Tool ${name} is not offered by this session.`);
-    if (outcome.result) return outcome.result;
-    const failure = outcome.failure;
-    if (failure?.code === "upstream_error") {
-      throw new McpError(failure.rpcCode ?? ErrorCode.InternalError, failure.message);
+
+  // On a connection (2025 session, SSE stream) what upstreams send outside any request is relayed to the client:
+  // list changes, updates of resources it subscribed to, log messages.
+  const watched = new Map<Upstream, () => void>();
+  const watch = (provider: GatewaySessionProvider, upstream: Upstream) => {
+    if (!serving.canRequest || watched.has(upstream)) return;
+    watched.set(
+      upstream,
+      upstream.listen({
+        notify: (notification) => {
+          void relayUnsolicited(notification, provider).catch((error: unknown) => {
+            serving.log.debug({ err: errorMessage(error) }, "notification not relayed");
+          });
+        },
+        request: (request, signal) => {
+          const needed = RELAYED_CAPABILITY[request.method];
+          if (needed && !server.getClientCapabilities()?.[needed]) {
+            throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `The client did not declare ${needed}.`);
+          }
+          return server.request(request as never, { signal });
+        },
+      }),
+    );
+  };
+  // The client's roots changed: every upstream that may have asked for them hears of it.
+  server.setNotificationHandler("notifications/roots/list_changed", async () => {
+    for (const upstream of watched.keys()) {
+      void upstream.notify({ method: "notifications/roots/list_changed" }, gateway.timeoutMs).catch(() => undefined);
     }
-    return {
-      content: [{ type: "text", text: failure?.message ?? "The tool call failed." }],
-      isError: true,
-    };
   });
+  const relayUnsolicited = async (notification: Notification, provider: GatewaySessionProvider) => {
+    const params = notification.params as Params | undefined;
+    if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
+      const uri = gateway.namespaces(await session()).uri(provider.sessionProviderId, params.uri);
+      await server.notification({ ...notification, params: { ...params, uri } });
+    } else {
+      await server.notification(notification);
+    }
+  };
+  server.onclose = () => {
+    for (const stop of watched.values()) stop();
+    watched.clear();
+  };
+
+  /** What the upstream clients declare, and how the upstreams reach this request's client meanwhile. */
+  const downstream = (ctx: ServerContext): Downstream => {
+    const capabilities = clientCapabilities(server, ctx, serving);
+    return {
+      capabilities,
+      caller: (provider) => relayTo(ctx, serving, provider, capabilities),
+      connectionId: serving.connectionId,
+      watch,
+    };
+  };
+
+  const listing = (method: ListMethod) => async (_request: unknown, ctx: ServerContext) => {
+    const current = await session();
+    const { items, failures } = await gateway.list(current, method, downstream(ctx));
+    await reportFailures(ctx, serving, failures);
+    return { [LIST_MEMBER[method]]: items.map(({ item }) => item) };
+  };
+  server.setRequestHandler("tools/list", listing("tools/list") as never);
+  server.setRequestHandler("prompts/list", listing("prompts/list") as never);
+  server.setRequestHandler("resources/list", listing("resources/list") as never);
+  server.setRequestHandler("resources/templates/list", listing("resources/templates/list") as never);
+
+  server.setRequestHandler("tools/call", (async (request: { params: Params }, ctx: ServerContext) => {
+    const current = await session();
+    const { name, arguments: input, ...rest } = request.params;
+    const outcome = await gateway
+      .call(
+        current,
+        String(name),
+        input as Params | undefined,
+        { transport: "mcp", connectionId: serving.connectionId },
+        {
+          ...downstream(ctx),
+          signal: ctx.mcpReq.signal,
+          ...progressRelay(ctx),
+          params: forwardedParams(rest, ctx),
+        },
+      )
+      .catch((error: unknown) => {
+        throw asProtocolError(error);
+      });
+    if (!outcome)
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${String(name)} is not offered by this session.`);
+    const provider = current.providers.find((p) => p.sessionProviderId === outcome.record.session_provider_id);
+    if (outcome.result)
+      return exposeUris(outcome.result, gateway.namespaces(current), outcome.record.session_provider_id);
+    const failure = outcome.failure ?? new UpstreamFailure("upstream_unavailable", "The tool call failed.");
+    const message = `Provider ${provider?.providerSlug ?? "?"}: ${failure.message}`;
+    if (failure.code === "upstream_error") throw new ProtocolError(failure.rpcCode ?? -32603, message, failure.rpcData);
+    return { content: [{ type: "text", text: message }], isError: true };
+  }) as never);
+
+  server.setRequestHandler("prompts/get", (async (request: { params: Params }, ctx: ServerContext) => {
+    const current = await session();
+    const key = String(request.params.name);
+    const target = await gateway.locate(current, "prompts/list", key, downstream(ctx)).catch((error: unknown) => {
+      throw asProtocolError(error);
+    });
+    if (!target)
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Prompt ${key} is not offered by this session.`);
+    const result = await forward(ctx, target.provider, target.upstream, "prompts/get", {
+      ...forwardedParams(request.params, ctx),
+      name: target.name,
+    });
+    return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
+  }) as never);
+
+  /** Requests that name a resource by URI: sent to the provider that owns it, with the upstream's URI. */
+  const byUri = (method: string) => async (request: { params: Params }, ctx: ServerContext) => {
+    const current = await session();
+    const uri = String(request.params.uri);
+    const target = await gateway.locateUri(current, uri, downstream(ctx)).catch((error: unknown) => {
+      throw asProtocolError(error);
+    });
+    if (!target) throw new ProtocolError(-32002, `Resource ${uri} is not offered by this session.`, { uri });
+    const result = await forward(ctx, target.provider, target.upstream, method, {
+      ...forwardedParams(request.params, ctx),
+      uri: target.uri,
+    });
+    return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
+  };
+  server.setRequestHandler("resources/read", byUri("resources/read") as never);
+  server.setRequestHandler("resources/subscribe", byUri("resources/subscribe") as never);
+  server.setRequestHandler("resources/unsubscribe", byUri("resources/unsubscribe") as never);
+
+  server.setRequestHandler("completion/complete", (async (request: { params: Params }, ctx: ServerContext) => {
+    const current = await session();
+    const ref = (request.params.ref ?? {}) as Params;
+    if (ref.type === "ref/prompt") {
+      const target = await gateway
+        .locate(current, "prompts/list", String(ref.name), downstream(ctx))
+        .catch((e: unknown) => {
+          throw asProtocolError(e);
+        });
+      if (!target)
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `Prompt ${String(ref.name)} is not offered by this session.`,
+        );
+      return forward(ctx, target.provider, target.upstream, "completion/complete", {
+        ...forwardedParams(request.params, ctx),
+        ref: { ...ref, name: target.name },
+      });
+    }
+    const uri = String(ref.uri);
+    const target = await gateway.locateUri(current, uri, downstream(ctx)).catch((e: unknown) => {
+      throw asProtocolError(e);
+    });
+    if (!target)
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Resource template ${uri} is not offered by this session.`,
+      );
+    return forward(ctx, target.provider, target.upstream, "completion/complete", {
+      ...forwardedParams(request.params, ctx),
+      ref: { ...ref, uri: target.uri },
+    });
+  }) as never);
+
+  server.setRequestHandler("logging/setLevel", (async (
+    request: { params: { level: LoggingLevel } },
+    ctx: ServerContext,
+  ) => {
+    const current = await session();
+    const described = await gateway.describe(current, downstream(ctx));
+    await Promise.all(
+      described
+        .filter((d) => d.capabilities.logging)
+        .map(async ({ provider }) => {
+          const upstream = await gateway.upstreamFor(current.instanceId, provider, downstream(ctx));
+          await gateway
+            .forward(provider, upstream, "logging/setLevel", { level: request.params.level })
+            .catch((error: unknown) => {
+              serving.log.warn(
+                { provider: provider.providerSlug, err: errorMessage(error) },
+                "logging/setLevel failed upstream",
+              );
+            });
+        }),
+    );
+    return {};
+  }) as never);
+
+  /** Requests the gateway has no merge rule for (e.g. tasks/*): passed through when one provider can own them. */
+  server.fallbackRequestHandler = async (request, ctx) => {
+    const current = await session();
+    const only = current.providers.length === 1 ? current.providers[0] : undefined;
+    if (!only) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+    const upstream = await gateway.upstreamFor(current.instanceId, only, downstream(ctx as ServerContext));
+    return forward(ctx as ServerContext, only, upstream, request.method, request.params as Params | undefined) as never;
+  };
+
+  const forward = (
+    ctx: ServerContext,
+    provider: GatewaySessionProvider,
+    upstream: Upstream,
+    method: string,
+    params: Params | undefined,
+  ) =>
+    gateway
+      .forward(provider, upstream, method, params, {
+        ...downstream(ctx),
+        signal: ctx.mcpReq.signal,
+        ...progressRelay(ctx),
+      })
+      .catch((error: unknown) => {
+        throw asProtocolError(error, provider);
+      });
+
   return server;
 }
+
+/** The client capability each relayed server→client request needs. */
+const RELAYED_CAPABILITY: Record<string, keyof ClientCapabilities | undefined> = RELAYED_REQUESTS;
+
+const LIST_MEMBER: Record<ListMethod, string> = {
+  "tools/list": "tools",
+  "prompts/list": "prompts",
+  "resources/list": "resources",
+  "resources/templates/list": "resourceTemplates",
+};
+
+/**
+ * The client's capabilities: from its request's `_meta` envelope (2026-07-28), or from its `initialize` (2025),
+ * on this connection or stored by the replica that answered it.
+ */
+function clientCapabilities(
+  server: Server,
+  ctx: ServerContext,
+  serving: ServingContext,
+): ClientCapabilities | undefined {
+  const declared = ctx.mcpReq._meta?.[CLIENT_CAPABILITIES_META_KEY];
+  return (declared as ClientCapabilities | undefined) ?? serving.clientCapabilities ?? server.getClientCapabilities();
+}
+
+/**
+ * The params of the client's request as the upstream gets them: the client's `_meta` minus what the upstream client
+ * sets itself (its envelope, a progress token of its own), and the answers of an `input_required` round (sent by a
+ * 2026-07-28 client, or gathered from a 2025 client by the SDK's shim) with the upstream's `requestState`.
+ */
+function forwardedParams(params: Params, ctx: ServerContext): Params {
+  const { _meta: meta, ...rest } = params as Params & { _meta?: Params };
+  const kept = Object.fromEntries(Object.entries(meta ?? {}).filter(([key]) => !ENVELOPE_KEYS.has(key)));
+  const inputResponses = ctx.mcpReq.inputResponses ?? rest.inputResponses;
+  const requestState = ctx.mcpReq.requestState() ?? rest.requestState;
+  return {
+    ...rest,
+    ...(Object.keys(kept).length > 0 ? { _meta: kept } : {}),
+    ...(inputResponses !== undefined ? { inputResponses } : {}),
+    ...(typeof requestState === "string" ? { requestState } : {}),
+  };
+}
+
+/** Upstream progress, sent to the client under its own progress token (only when it asked for progress). */
+function progressRelay(ctx: ServerContext) {
+  const progressToken = ctx.mcpReq._meta?.progressToken;
+  if (progressToken === undefined) return {};
+  return {
+    onprogress: (progress: { progress: number; total?: number; message?: string }) => {
+      void ctx.mcpReq
+        .notify({ method: "notifications/progress", params: { ...progress, progressToken } })
+        .catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * How an upstream reaches this request's client while serving it: its server→client requests go to the client
+ * when the client's connection can carry them (and declared the capability), its notifications go to the client
+ * on the request's stream.
+ */
+function relayTo(
+  ctx: ServerContext,
+  serving: ServingContext,
+  provider: GatewaySessionProvider,
+  capabilities: ClientCapabilities | undefined,
+): UpstreamCaller {
+  return {
+    request: async (request, signal) => {
+      if (!serving.canRequest) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidRequest,
+          `${request.method} from provider ${provider.providerSlug} cannot reach a client on a per-request connection.`,
+        );
+      }
+      const needed = RELAYED_CAPABILITY[request.method];
+      if (needed && !capabilities?.[needed]) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `The client did not declare ${needed}.`);
+      }
+      return ctx.mcpReq.send(request as never, { signal });
+    },
+    notify: (notification: Notification) => {
+      if (notification.method === "notifications/progress") return; // relayed through onprogress
+      void ctx.mcpReq.notify(notification).catch(() => undefined);
+    },
+  };
+}
+
+async function reportFailures(ctx: ServerContext, serving: ServingContext, failures: ProviderFailure[]) {
+  for (const { provider, error } of failures) {
+    const text = `Provider ${provider.providerSlug} was left out: ${error.message}`;
+    serving.log.warn({ provider: provider.providerSlug, code: error.code }, text);
+    await ctx.mcpReq.log("warning", text, "toolplane").catch(() => undefined);
+  }
+}
+
+async function mergedInstructions(gateway: Gateway, session: GatewaySession): Promise<string> {
+  const described = await gateway.describe(session);
+  const parts = described.filter((d) => d.instructions).map((d) => `## ${d.provider.providerSlug}\n${d.instructions}`);
+  return [BASE_INSTRUCTIONS, ...parts].join("\n\n");
+}
+
+/** A URI-bearing result with every upstream URI made session-wide (contents, resource links, embedded resources). */
+function exposeUris(
+  result: Record<string, unknown>,
+  names: Namespaces,
+  providerId: string | null,
+): Record<string, unknown> {
+  if (!providerId || names.uri(providerId, "") === "") return result;
+  const expose = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(expose);
+    if (!value || typeof value !== "object") return value;
+    const entry = value as Params;
+    const out: Params = { ...entry };
+    if (typeof entry.uri === "string") out.uri = names.uri(providerId, entry.uri);
+    if (entry.resource) out.resource = expose(entry.resource);
+    return out;
+  };
+  return {
+    ...result,
+    ...(Array.isArray(result.contents) ? { contents: expose(result.contents) } : {}),
+    ...(Array.isArray(result.content) ? { content: expose(result.content) } : {}),
+    ...(Array.isArray(result.messages)
+      ? { messages: (result.messages as Params[]).map((m) => ({ ...m, content: expose(m.content) })) }
+      : {}),
+  };
+}
+
+function asProtocolError(error: unknown, provider?: GatewaySessionProvider): unknown {
+  if (error instanceof ProtocolError) return error;
+  if (error instanceof UpstreamFailure) {
+    const message = provider ? `Provider ${provider.providerSlug}: ${error.message}` : error.message;
+    if (error.code === "upstream_error") return new ProtocolError(error.rpcCode ?? -32603, message, error.rpcData);
+    return new ProtocolError(ProtocolErrorCode.InternalError, message);
+  }
+  return error;
+}
+
+const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));

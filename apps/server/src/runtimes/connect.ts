@@ -1,10 +1,13 @@
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  Client,
+  type ClientCapabilities,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { Runtime } from "../db/schema.ts";
 
 /** Everything needed to open one upstream connection: the runtime plus the per-provider headers, query and env. */
@@ -57,24 +60,15 @@ export function createTransport(target: UpstreamTarget, stderr: "ignore" | "pipe
     : new StreamableHTTPClientTransport(url, { requestInit });
 }
 
-/** Opens and initialises an MCP client connection to the upstream; `onClose` fires when it ends for any reason. */
-export async function connectUpstream(
-  target: UpstreamTarget,
-  onClose: () => void,
-  signal: AbortSignal,
-): Promise<Client> {
-  const client = new Client({ name: "toolplane-gateway", version: "0.1.0" });
-  client.onclose = onClose;
-  const transport = createTransport(target);
-  const abort = () => void client.close();
-  signal.addEventListener("abort", abort, { once: true });
-  try {
-    await client.connect(transport, { signal });
-    return client;
-  } catch (error) {
-    await client.close().catch(() => undefined);
-    throw error;
-  } finally {
-    signal.removeEventListener("abort", abort);
-  }
+/**
+ * A client of either protocol era: over HTTP it probes with `server/discover` and falls back to `initialize` for a
+ * 2025 server; the legacy SSE transport and stdio children are spoken to in the 2025 era directly (a probe on
+ * stdio would spawn a second child for every connection).
+ */
+export function createClient(target: UpstreamTarget, name: string, capabilities: ClientCapabilities = {}): Client {
+  const probes = target.runtime.type === "remote" && target.runtime.protocol !== "sse";
+  return new Client(
+    { name, version: "0.1.0" },
+    { capabilities, ...(probes ? { versionNegotiation: { mode: "auto" as const } } : {}) },
+  );
 }

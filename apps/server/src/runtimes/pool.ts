@@ -1,26 +1,38 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
-  type CallToolResult,
-  CallToolResultSchema,
-  ErrorCode,
-  McpError,
-  type Tool,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+  type Client,
+  type ClientCapabilities,
+  type Notification,
+  type Progress,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  type ServerCapabilities,
+  type StandardSchemaV1,
+} from "@modelcontextprotocol/client";
 import { newId } from "../lib/ids.ts";
-import { connectUpstream, type UpstreamTarget } from "./connect.ts";
+import { createClient, createTransport, type UpstreamTarget } from "./connect.ts";
 
 /** Why an upstream request produced no result; the codes are the tool call `error.code` values. */
 export class UpstreamFailure extends Error {
   constructor(
-    /** `provider_removed`: the session or its provider was removed while the call was under way. */
-    readonly code: "timeout" | "upstream_unavailable" | "upstream_error" | "provider_removed",
+    /**
+     * `provider_removed`: the session or its provider was removed while the call was under way; `cancelled`: the
+     * client cancelled the request; `shutdown`: this server stopped before the upstream answered.
+     */
+    readonly code:
+      | "timeout"
+      | "upstream_unavailable"
+      | "upstream_error"
+      | "provider_removed"
+      | "cancelled"
+      | "shutdown",
     message: string,
-    /** The upstream's JSON-RPC error code, for `upstream_error`. */
+    /** The upstream's JSON-RPC error code (and data), for `upstream_error`. */
     readonly rpcCode?: number,
+    readonly rpcData?: unknown,
   ) {
     super(message);
   }
@@ -30,46 +42,138 @@ const envMs = (name: string, fallback: number): number => {
   const value = Number(process.env[name]);
   return Number.isInteger(value) && value > 0 ? value : fallback;
 };
-/** Upper bound for one upstream request, connecting included (TOOLPLANE_UPSTREAM_TIMEOUT_MS, default 30 s). */
+/**
+ * How long an upstream may stay silent on one request, connecting included (TOOLPLANE_UPSTREAM_TIMEOUT_MS, default
+ * 30 s); each progress notification starts the wait again.
+ */
 export const upstreamTimeoutMs = () => envMs("TOOLPLANE_UPSTREAM_TIMEOUT_MS", 30_000);
+/** The hard limit on one request however much progress it reports (TOOLPLANE_UPSTREAM_MAX_MS, default 1 h). */
+export const upstreamMaxMs = () => envMs("TOOLPLANE_UPSTREAM_MAX_MS", 3_600_000);
 
-/** One upstream MCP server as reached with one set of credentials and config: a lazily (re)connected client. */
+/**
+ * The downstream request an upstream request is made for. Server→client requests (sampling, elicitation, roots)
+ * and notifications (logging, progress-less messages) an upstream sends on that request's stream run in its async
+ * context, so they reach the client whose request caused them.
+ */
+export interface UpstreamCaller {
+  /** Answers a server→client request; rejects when the client cannot take it. */
+  request(request: { method: string; params?: Record<string, unknown> }, signal: AbortSignal): Promise<unknown>;
+  notify(notification: Notification): void;
+}
+export const upstreamCaller = new AsyncLocalStorage<UpstreamCaller>();
+
+export interface UpstreamRequestOptions {
+  timeoutMs: number;
+  maxTotalMs?: number;
+  signal?: AbortSignal;
+  onprogress?: (progress: Progress) => void;
+}
+
+/** The lists an upstream is asked for, with the result member that holds each. */
+export const LISTS = {
+  "tools/list": "tools",
+  "prompts/list": "prompts",
+  "resources/list": "resources",
+  "resources/templates/list": "resourceTemplates",
+} as const;
+export type ListMethod = keyof typeof LISTS;
+/** The capability a server must advertise for each list. */
+const LIST_CAPABILITY: Record<ListMethod, keyof ServerCapabilities> = {
+  "tools/list": "tools",
+  "prompts/list": "prompts",
+  "resources/list": "resources",
+  "resources/templates/list": "resources",
+};
+const LIST_CHANGED: Record<string, ListMethod[]> = {
+  "notifications/tools/list_changed": ["tools/list"],
+  "notifications/prompts/list_changed": ["prompts/list"],
+  "notifications/resources/list_changed": ["resources/list", "resources/templates/list"],
+};
+/** Server→client requests the gateway relays, with the client capability each needs. */
+export const RELAYED_REQUESTS = {
+  "sampling/createMessage": "sampling",
+  "elicitation/create": "elicitation",
+  "roots/list": "roots",
+} as const;
+
+/** Results are passed through as the upstream sent them: no schema strips a field the gateway does not know. */
+const anyResult: StandardSchemaV1<unknown, Record<string, unknown>> = {
+  "~standard": { version: 1, vendor: "toolplane", validate: (value) => ({ value: value as Record<string, unknown> }) },
+};
+
+/**
+ * One upstream MCP server as reached with one set of credentials, config and client capabilities: a lazily
+ * (re)connected client of whichever era the server speaks.
+ */
 export class Upstream {
   /** The current connection (`prn_…`), recorded on tool calls; null until connected. */
   runId: string | null = null;
   lastUsedAt = Date.now();
   private inFlight = 0;
   private client: Promise<Client> | null = null;
-  private tools: Tool[] | null = null;
+  private generation = 0;
+  private readonly lists = new Map<ListMethod, unknown[]>();
+  private readonly peers = new Set<UpstreamCaller>();
 
-  constructor(private readonly target: UpstreamTarget) {}
+  constructor(
+    private readonly target: UpstreamTarget,
+    private readonly capabilities: ClientCapabilities,
+  ) {}
 
   get idle(): boolean {
-    return this.inFlight === 0;
+    return this.inFlight === 0 && this.peers.size === 0;
   }
 
-  /** The upstream's tools (every page), cached for the connection until it announces a change. */
-  async listTools(timeoutMs: number): Promise<Tool[]> {
-    if (this.tools && this.client) return this.tools;
-    return this.run(timeoutMs, async (client, options) => {
-      const tools: Tool[] = [];
+  /**
+   * A client connection that takes what the upstream sends outside any request: notifications (list changes,
+   * resource updates, log messages) reach every such peer; a server→client request (e.g. `roots/list` after
+   * initialize) goes to the peer that joined last (an upstream connection whose peer declared roots has only it).
+   */
+  listen(peer: UpstreamCaller): () => void {
+    this.peers.add(peer);
+    return () => this.peers.delete(peer);
+  }
+
+  /** The server's capabilities and instructions, connecting first if needed. */
+  async describe(timeoutMs: number): Promise<{ capabilities: ServerCapabilities; instructions?: string }> {
+    return this.run({ timeoutMs }, async (client) => ({
+      capabilities: client.getServerCapabilities() ?? {},
+      instructions: client.getInstructions(),
+    }));
+  }
+
+  /** Every item of a list (all pages), cached for the connection until the upstream announces a change. */
+  async list(method: ListMethod, timeoutMs: number): Promise<Record<string, unknown>[]> {
+    const cached = this.lists.get(method);
+    if (cached && this.client) return cached as Record<string, unknown>[];
+    return this.run({ timeoutMs }, async (client, options) => {
+      if (!client.getServerCapabilities()?.[LIST_CAPABILITY[method]]) return [];
+      const items: Record<string, unknown>[] = [];
       let cursor: string | undefined;
       do {
-        const page = await client.listTools(cursor ? { cursor } : {}, options);
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
+        const page = await client.request({ method, params: cursor ? { cursor } : {} }, anyResult, options);
+        items.push(...((page[LISTS[method]] as Record<string, unknown>[] | undefined) ?? []));
+        cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined;
       } while (cursor);
-      this.tools = tools;
-      return tools;
+      this.lists.set(method, items);
+      return items;
     });
   }
 
-  async callTool(name: string, args: Record<string, unknown> | undefined, timeoutMs: number): Promise<CallToolResult> {
-    return this.run(
-      timeoutMs,
-      async (client, options) =>
-        (await client.callTool({ name, arguments: args }, CallToolResultSchema, options)) as CallToolResult,
+  /** Any request, its result passed through unvalidated; an `input_required` result is returned as it came. */
+  async request(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: UpstreamRequestOptions,
+  ): Promise<Record<string, unknown>> {
+    return this.run(options, (client, requestOptions) =>
+      client.request({ method, params }, anyResult, { ...requestOptions, allowInputRequired: true }),
     );
+  }
+
+  /** A notification to the upstream (e.g. `notifications/roots/list_changed`). */
+  async notify(notification: Notification, timeoutMs: number): Promise<void> {
+    await this.run({ timeoutMs }, (client) => client.notification(notification));
   }
 
   async close(): Promise<void> {
@@ -79,25 +183,46 @@ export class Upstream {
   }
 
   /**
-   * Runs one request within the deadline. An upstream that forgot our MCP session (HTTP 404 on its session id)
-   * is re-initialised and the request retried once: it never reached the tool. Anything else fails the request.
+   * Runs one request within its deadlines. An upstream that forgot our MCP session (HTTP 404 or 400 on its session
+   * id) is re-initialised and the request sent again once: it never reached the server's handler. A connection
+   * that failed mid-request is dropped at once, so the next request reconnects.
    */
-  private async run<T>(timeoutMs: number, fn: (client: Client, options: RequestOptions) => Promise<T>): Promise<T> {
+  private async run<T>(
+    options: UpstreamRequestOptions,
+    fn: (
+      client: Client,
+      requestOptions: {
+        signal: AbortSignal;
+        timeout: number;
+        maxTotalTimeout: number;
+        resetTimeoutOnProgress: boolean;
+        onprogress?: (progress: Progress) => void;
+      },
+    ) => Promise<T>,
+  ): Promise<T> {
     this.inFlight++;
     this.lastUsedAt = Date.now();
-    const deadline = AbortSignal.timeout(timeoutMs);
+    const maxTotalMs = options.maxTotalMs ?? options.timeoutMs;
+    const deadline = AbortSignal.timeout(maxTotalMs);
+    const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
     try {
       for (let attempt = 0; ; attempt++) {
-        const client = await abortable(this.connected(timeoutMs), deadline);
+        const client = await abortable(this.connected(options.timeoutMs), signal);
         try {
-          return await fn(client, { signal: deadline, timeout: timeoutMs, maxTotalTimeout: timeoutMs });
+          return await fn(client, {
+            signal,
+            timeout: options.timeoutMs,
+            maxTotalTimeout: maxTotalMs,
+            resetTimeoutOnProgress: true,
+            ...(options.onprogress ? { onprogress: options.onprogress } : {}),
+          });
         } catch (error) {
-          if (attempt > 0 || !(error instanceof StreamableHTTPError && error.code === 404)) throw error;
-          await this.close();
+          if (lostConnection(error)) void this.close();
+          if (attempt > 0 || !lostSession(error)) throw error;
         }
       }
     } catch (error) {
-      throw classify(error, deadline.aborted, timeoutMs);
+      throw classify(error, options, deadline.aborted);
     } finally {
       this.inFlight--;
       this.lastUsedAt = Date.now();
@@ -106,20 +231,7 @@ export class Upstream {
 
   private connected(timeoutMs: number): Promise<Client> {
     if (this.client) return this.client;
-    const connecting = connectUpstream(
-      this.target,
-      // A crashed child or dropped connection is forgotten, so the next request reconnects.
-      () => {
-        if (this.client === connecting) this.reset();
-      },
-      AbortSignal.timeout(timeoutMs),
-    ).then((client) => {
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-        this.tools = null;
-      });
-      this.runId = newId("prn");
-      return client;
-    });
+    const connecting = this.open(timeoutMs);
     connecting.catch(() => {
       if (this.client === connecting) this.reset();
     });
@@ -127,11 +239,71 @@ export class Upstream {
     return connecting;
   }
 
+  private async open(timeoutMs: number): Promise<Client> {
+    const client = createClient(this.target, "toolplane-gateway", this.capabilities);
+    for (const [method, capability] of Object.entries(RELAYED_REQUESTS)) {
+      if (!this.capabilities[capability]) continue;
+      client.setRequestHandler(
+        method as keyof typeof RELAYED_REQUESTS,
+        (async (
+          request: { method: string; params?: Record<string, unknown> },
+          ctx: { mcpReq: { signal: AbortSignal } },
+        ) => {
+          const caller = upstreamCaller.getStore() ?? [...this.peers].at(-1);
+          if (!caller) throw new ProtocolError(-32603, `No client is connected to answer ${request.method}.`);
+          return caller.request(request, ctx.mcpReq.signal);
+        }) as never,
+      );
+    }
+    client.fallbackNotificationHandler = async (notification) => {
+      for (const method of LIST_CHANGED[notification.method] ?? []) this.lists.delete(method);
+      const caller = upstreamCaller.getStore();
+      if (caller) caller.notify(notification);
+      else for (const peer of this.peers) peer.notify(notification);
+    };
+    const transport = createTransport(this.target);
+    // A crashed child or dropped connection is forgotten, so the next request reconnects; a close of an older
+    // connection leaves its successor alone.
+    const generation = ++this.generation;
+    client.onclose = () => {
+      if (this.generation === generation) this.reset();
+    };
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const abort = () => void client.close();
+    deadline.addEventListener("abort", abort, { once: true });
+    try {
+      // Outside the caller's context: streams the connection opens (the 2025 GET stream) outlive this request, and
+      // what arrives on them is not the caller's.
+      await upstreamCaller.exit(() => client.connect(transport, { timeout: timeoutMs, signal: deadline } as never));
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw deadline.aborted ? new SdkError(SdkErrorCode.RequestTimeout, "connect timed out") : error;
+    } finally {
+      deadline.removeEventListener("abort", abort);
+    }
+    this.runId = newId("prn");
+    return client;
+  }
+
   private reset(): void {
+    this.generation++;
     this.client = null;
-    this.tools = null;
+    this.lists.clear();
     this.runId = null;
   }
+}
+
+/** The upstream answered 404 or 400 to a request on its session: it restarted or expired our session. */
+function lostSession(error: unknown): boolean {
+  return error instanceof SdkHttpError && (error.status === 404 || error.status === 400);
+}
+
+function lostConnection(error: unknown): boolean {
+  return (
+    lostSession(error) ||
+    (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) ||
+    error instanceof TypeError
+  );
 }
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -143,22 +315,53 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function classify(error: unknown, timedOut: boolean, timeoutMs: number): UpstreamFailure {
+function classify(error: unknown, options: UpstreamRequestOptions, hardLimitReached: boolean): UpstreamFailure {
   if (error instanceof UpstreamFailure) return error;
-  if (timedOut || (error instanceof McpError && error.code === ErrorCode.RequestTimeout)) {
-    return new UpstreamFailure("timeout", `The upstream MCP server did not answer within ${timeoutMs} ms.`);
+  if (options.signal?.aborted) {
+    const reason = options.signal.reason;
+    if (reason instanceof UpstreamFailure) return reason;
+    return new UpstreamFailure("cancelled", "The client cancelled the request.");
   }
-  if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
-    return new UpstreamFailure("upstream_error", error.message.replace(/^(MCP error -?\d+: )+/, ""), error.code);
+  if (hardLimitReached) {
+    const limit = options.maxTotalMs ?? options.timeoutMs;
+    return new UpstreamFailure("timeout", `The upstream MCP server did not finish within ${limit} ms.`);
   }
-  const detail = error instanceof McpError ? "closed the connection" : "could not be reached or started";
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
+    return new UpstreamFailure(
+      "timeout",
+      `The upstream MCP server did not answer within ${options.timeoutMs} ms (no result and no progress).`,
+    );
+  }
+  if (error instanceof ProtocolError) {
+    return new UpstreamFailure(
+      "upstream_error",
+      error.message.replace(/^(MCP error -?\d+: )+/, ""),
+      error.code,
+      error.data,
+    );
+  }
+  const detail =
+    error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed
+      ? "closed the connection"
+      : "could not be reached or started";
   return new UpstreamFailure("upstream_unavailable", `The upstream MCP server ${detail} during the request.`);
 }
 
+/** Which of the relayed client capabilities a client declared: part of an upstream connection's identity. */
+export function relayedCapabilities(capabilities: ClientCapabilities | undefined): ClientCapabilities {
+  const relayed: ClientCapabilities = {};
+  for (const capability of Object.values(RELAYED_REQUESTS)) {
+    const value = capabilities?.[capability];
+    if (value) Object.assign(relayed, { [capability]: value });
+  }
+  return relayed;
+}
+
 /**
- * The process's upstream connections, keyed by session provider and a fingerprint of the credentials and config
- * applied (a refreshed token or changed config opens a new connection; the old one idles out). Idle connections
- * are closed (TOOLPLANE_UPSTREAM_IDLE_MS, default 5 min); `closeAll` ends every one (stdio children included).
+ * The process's upstream connections, keyed by session provider, a fingerprint of the credentials and config
+ * applied (a refreshed token or changed config opens a new connection; the old one idles out) and the client
+ * capabilities declared to the upstream. Idle connections are closed (TOOLPLANE_UPSTREAM_IDLE_MS, default 5 min);
+ * `closeAll` ends every one (stdio children included).
  */
 export class UpstreamPool {
   private readonly upstreams = new Map<string, Upstream>();
@@ -166,12 +369,20 @@ export class UpstreamPool {
 
   constructor(private readonly idleMs = envMs("TOOLPLANE_UPSTREAM_IDLE_MS", 300_000)) {}
 
-  get(sessionProviderId: string, target: UpstreamTarget): Upstream {
-    const fingerprint = createHash("sha256").update(JSON.stringify(target)).digest("base64url");
+  /** `owner`: the client connection an upstream connection is kept for (one whose client declared roots). */
+  get(
+    sessionProviderId: string,
+    target: UpstreamTarget,
+    capabilities: ClientCapabilities = {},
+    owner: string | null = null,
+  ): Upstream {
+    const fingerprint = createHash("sha256")
+      .update(JSON.stringify([target, capabilities, owner]))
+      .digest("base64url");
     const key = `${sessionProviderId}:${fingerprint}`;
     let upstream = this.upstreams.get(key);
     if (!upstream) {
-      upstream = new Upstream(target);
+      upstream = new Upstream(target, capabilities);
       this.upstreams.set(key, upstream);
       this.sweeper ??= setInterval(() => void this.closeIdle(), Math.min(this.idleMs, 60_000)).unref();
     }

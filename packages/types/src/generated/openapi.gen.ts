@@ -2778,7 +2778,7 @@ export interface components {
             [key: string]: unknown;
         };
         /**
-         * @description Why a tool call failed without a result from its upstream.
+         * @description Why a tool call failed (or was cancelled) without a result from its upstream.
          * @example {
          *       "code": "upstream_unavailable",
          *       "message": "The upstream MCP server exited during the call."
@@ -2786,11 +2786,11 @@ export interface components {
          */
         ToolCallError: {
             /**
-             * @description Stable reason. `timeout` — the upstream did not answer within the server's tool call timeout. `upstream_unavailable` — the upstream MCP server could not be started, reached or initialised, or it crashed or closed the connection during the call. `upstream_error` — the upstream answered the call with a JSON-RPC error (for example invalid parameters). `provider_removed` — the session provider was removed, or the session deleted, while the call was waiting. `internal_error` — this server failed.
+             * @description Stable reason. `timeout` — the upstream sent nothing (no result, no progress) for the server's upstream timeout, or did not finish within its hard maximum. `upstream_unavailable` — the upstream MCP server could not be started, reached or initialised, or it crashed or closed the connection during the call. `upstream_error` — the upstream answered the call with a JSON-RPC error (for example invalid parameters). `provider_removed` — the session provider was removed, or the session deleted, while the call was waiting. `cancelled` — the client cancelled the call (status `cancelled`). `shutdown` — this server stopped before the upstream answered. `internal_error` — this server failed.
              * @example timeout
              * @enum {string}
              */
-            code: "timeout" | "upstream_unavailable" | "upstream_error" | "provider_removed" | "internal_error";
+            code: "timeout" | "upstream_unavailable" | "upstream_error" | "provider_removed" | "cancelled" | "shutdown" | "internal_error";
             /**
              * @description A human-readable explanation. Never contains secrets.
              * @example The upstream MCP server did not answer within 30000 ms.
@@ -2798,7 +2798,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description A recorded invocation of a tool within a session (`session.tool_call`), whether it came over the session's MCP endpoint (`transport` `mcp`) or through `POST /sessions/{session_id}/tool-calls` (`transport` `tool_call`). It is recorded as `waiting_for_response` when it is routed to the upstream and becomes `succeeded` (with `output`) or `failed` (with `error`) when the upstream answers, fails or times out. `completed_at` extends the documented fields.
+         * @description A recorded invocation of a tool within a session (`session.tool_call`), whether it came over the session's MCP endpoint (`transport` `mcp`) or through `POST /sessions/{session_id}/tool-calls` (`transport` `tool_call`). It is recorded as `waiting_for_response` when it is routed to the upstream and becomes `succeeded` (with `output`) or `failed` (with `error`) when the upstream answers, fails or times out, or `cancelled` when the client cancels it first. `completed_at` extends the documented fields and covers what the client waited.
          * @example {
          *       "object": "session.tool_call",
          *       "id": "tcl_01jqz7m3c8v4r2k9x5n6t0w1yg",
@@ -2867,11 +2867,11 @@ export interface components {
              */
             type: "tool_call";
             /**
-             * @description `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why.
+             * @description `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`.
              * @example succeeded
              * @enum {string}
              */
-            status: "waiting_for_response" | "succeeded" | "failed";
+            status: "waiting_for_response" | "succeeded" | "failed" | "cancelled";
             /**
              * @description Who initiated the call. `client` — a client of the session (over MCP or this API). `provider` — a provider, on its own initiative; declared for clients of the platform this API follows, not produced by this server.
              * @example client

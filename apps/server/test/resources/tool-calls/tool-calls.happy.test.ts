@@ -94,10 +94,10 @@ beforeAll(async () => {
   });
   const apiOurs = await post(session.id, { tool_id: "ours_echo", input: { message: "hi" } });
   const client = await connectMcp(t, session);
-  expect(firstText(await client.callTool({ name: "get-sum", arguments: { a: 1, b: 2 } }))).toContain("3");
+  expect(firstText(await client.callTool({ name: "everything_get-sum", arguments: { a: 1, b: 2 } }))).toContain("3");
   await client.close();
   const listed = await t.client.GET("/sessions/{session_id}/tool-calls", {
-    params: { path: { session_id: session.id }, query: { tool_id: ["get-sum"] } },
+    params: { path: { session_id: session.id }, query: { tool_id: ["everything_get-sum"] } },
   });
   const mcpSum = listed.data?.items[0] as ToolCall;
   const otherSession = await post(other.id, { tool_id: "echo", input: { message: "elsewhere" } });
@@ -152,7 +152,7 @@ describe("MCP calls are recorded", () => {
     expect(calls.mcpSum).toMatchObject({
       transport: "mcp",
       status: "succeeded",
-      tool_key: "get-sum",
+      tool_key: "everything_get-sum",
       tool: { name: "get-sum" },
       input: { a: 1, b: 2 },
       session_provider_id: calls.apiEverything.session_provider_id,
@@ -211,10 +211,10 @@ describe("GET tool calls", () => {
   it("accepts every Union form of a filter", async () => {
     const { apiEverything, apiOurs, mcpSum } = calls;
     const base = `/sessions/${session.id}/tool-calls`;
-    expect(await listIds(`${base}?tool_id=get-sum`)).toEqual([mcpSum.id]);
+    expect(await listIds(`${base}?tool_id=everything_get-sum`)).toEqual([mcpSum.id]);
     expect(await listIds(`${base}?tool_id=everything_echo&tool_id=ours_echo`)).toEqual([apiEverything.id, apiOurs.id]);
-    expect(await listIds(`${base}?tool_id[]=ours_echo&tool_id[]=get-sum`)).toEqual([apiOurs.id, mcpSum.id]);
-    expect(await listIds(`${base}?tool_id[0]=everything_echo&tool_id[1]=get-sum`)).toEqual([
+    expect(await listIds(`${base}?tool_id[]=ours_echo&tool_id[]=everything_get-sum`)).toEqual([apiOurs.id, mcpSum.id]);
+    expect(await listIds(`${base}?tool_id[0]=everything_echo&tool_id[1]=everything_get-sum`)).toEqual([
       apiEverything.id,
       mcpSum.id,
     ]);

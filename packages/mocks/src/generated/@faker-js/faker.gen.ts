@@ -471,6 +471,8 @@ export const fakeToolCallError = (options?: Options): ToolCallError => {
             'upstream_unavailable',
             'upstream_error',
             'provider_removed',
+            'cancelled',
+            'shutdown',
             'internal_error'
         ]),
         message: f.string.sample()
@@ -487,7 +489,8 @@ export const fakeToolCall = (options?: Options): ToolCall => {
         status: f.helpers.arrayElement([
             'waiting_for_response',
             'succeeded',
-            'failed'
+            'failed',
+            'cancelled'
         ]),
         source: f.helpers.arrayElement(['client', 'provider']),
         transport: f.helpers.arrayElement(['tool_call', 'mcp']),

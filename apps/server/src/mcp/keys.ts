@@ -1,0 +1,92 @@
+import { createHash } from "node:crypto";
+
+export const MAX_KEY_LENGTH = 60;
+
+const sanitize = (s: string) => s.replace(/[^a-zA-Z0-9_-]/g, "_");
+const shortHash = (s: string, length = 8) => createHash("sha256").update(s).digest("hex").slice(0, length);
+
+/** Keeps a key within 60 characters: a longer one keeps its head and ends with a hash of the whole. */
+function withinLimit(key: string, limit = MAX_KEY_LENGTH): string {
+  if (key.length <= limit) return key;
+  return `${key.slice(0, limit - 9)}_${shortHash(key)}`;
+}
+
+export interface Namespaced {
+  /** The session provider (`spv_…`). */
+  id: string;
+  slug: string;
+}
+
+/**
+ * How a session's keys and URIs say which provider they belong to. Derived from the session's configured providers
+ * alone (never from which upstreams answer right now), so a key stays the same while upstreams come and go:
+ * - a session with one provider is transparent: tool and prompt keys are the upstream's names (made safe), resource
+ *   URIs are the upstream's own;
+ * - with several, every key is `<slug>_<name>` and every URI `<slug>+<uri>` (reversible: the provider is found by
+ *   its prefix, the upstream's URI is what follows). A slug used by two providers of the session (the same
+ *   provider deployed twice) is numbered in the order of the session provider ids: `<slug>`, `<slug>2`, ….
+ */
+export class Namespaces {
+  private readonly prefixes: Map<string, string>;
+
+  constructor(providers: Namespaced[]) {
+    const seen = new Map<string, number>();
+    this.prefixes = new Map(
+      providers.map((p) => {
+        if (providers.length === 1) return [p.id, ""];
+        const slug = sanitize(p.slug);
+        const n = (seen.get(slug) ?? 0) + 1;
+        seen.set(slug, n);
+        return [p.id, n === 1 ? slug : `${slug}${n}`];
+      }),
+    );
+  }
+
+  /**
+   * The session-wide key of a tool or prompt: at most 60 characters, and the upstream's own name is never cut
+   * for the prefix (a long slug gives way to a short hash of itself first).
+   */
+  key(providerId: string, name: string): string {
+    const own = withinLimit(sanitize(name));
+    const prefix = this.prefixes.get(providerId) ?? "";
+    if (!prefix) return own;
+    if (prefix.length + 1 + own.length <= MAX_KEY_LENGTH) return `${prefix}_${own}`;
+    const room = MAX_KEY_LENGTH - own.length - 1;
+    if (room >= 8) return `${prefix.slice(0, room - 7)}~${shortHash(prefix, 6)}_${own}`;
+    return `${shortHash(prefix, 6)}_${withinLimit(own, MAX_KEY_LENGTH - 7)}`;
+  }
+
+  /** The providers a key can belong to (by its prefix): the only upstreams worth asking about it. */
+  candidates(key: string): string[] {
+    return [...this.prefixes].filter(([id]) => this.couldOwn(id, key)).map(([id]) => id);
+  }
+
+  private couldOwn(providerId: string, key: string): boolean {
+    const prefix = this.prefixes.get(providerId) ?? "";
+    if (!prefix) return true;
+    const hash = shortHash(prefix, 6);
+    return key.startsWith(`${prefix}_`) || key.includes(`~${hash}_`) || key.startsWith(`${hash}_`);
+  }
+
+  /** The URI a client sees for an upstream's resource URI (or URI template). */
+  uri(providerId: string, uri: string): string {
+    const scheme = this.uriScheme(providerId);
+    return scheme ? `${scheme}+${uri}` : uri;
+  }
+
+  /** The provider and upstream URI behind a URI the client sent, or null when no provider owns it. */
+  resolveUri(uri: string): { providerId: string; uri: string } | null {
+    for (const id of this.prefixes.keys()) {
+      const scheme = this.uriScheme(id);
+      if (!scheme) return { providerId: id, uri };
+      if (uri.startsWith(`${scheme}+`)) return { providerId: id, uri: uri.slice(scheme.length + 1) };
+    }
+    return null;
+  }
+
+  /** A URI scheme prefix must start with a letter and hold only letters, digits, `+`, `-` and `.`. */
+  private uriScheme(providerId: string): string {
+    const prefix = (this.prefixes.get(providerId) ?? "").toLowerCase().replace(/[^a-z0-9.-]/g, "-");
+    return prefix && !/^[a-z]/.test(prefix) ? `p${prefix}` : prefix;
+  }
+}

@@ -1,0 +1,343 @@
+/**
+ * The session endpoint as a complete MCP proxy, for clients of both protocol eras over upstreams of both eras
+ * (server-everything speaks 2025-11-25; the modern fixture 2026-07-28). Each test names the MCP behaviour it
+ * checks; clients are the official SDKs (v1 for 2025, v2 pinned to 2026-07-28), never ours.
+ */
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import type { StartedTestServer } from "../support/server.ts";
+import { startTestServer } from "../support/server.ts";
+import { type EverythingHttp, startEverythingHttp } from "../support/upstream-everything.ts";
+import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
+import {
+  type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  endpointOf,
+  firstText,
+  initializeBody,
+  mcpHeaders,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+// Read when the app is built: a call may take longer than this as long as it reports progress.
+process.env.TOOLPLANE_UPSTREAM_TIMEOUT_MS = "1500";
+
+let t: StartedTestServer;
+let everything: EverythingHttp;
+let modern: ModernUpstream;
+const deployments = { everything: "", modern: "" };
+let mixed: CreatedSession;
+let onlyModern: CreatedSession;
+let onlyEverything: CreatedSession;
+const closers: (() => Promise<void>)[] = [];
+
+/** A 2025-era client (SDK v1) with the given capabilities. */
+async function legacyClient(session: CreatedSession, capabilities: Record<string, unknown> = {}) {
+  const client = new Client({ name: "legacy-client", version: "1.0.0" }, { capabilities });
+  await client.connect(
+    new StreamableHTTPClientTransport(endpointOf(t, session), {
+      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+    }),
+  );
+  closers.push(() => client.close());
+  return client;
+}
+
+/** A client of MCP 2026-07-28 (SDK v2, pinned: it never falls back to initialize). */
+async function modernClient(session: CreatedSession, capabilities: Record<string, unknown> = {}) {
+  const client = new ModernClient(
+    { name: "modern-client", version: "1.0.0" },
+    { capabilities, versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  await client.connect(
+    new ModernTransport(endpointOf(t, session), {
+      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+    }),
+  );
+  closers.push(() => client.close());
+  return client;
+}
+
+beforeAll(async () => {
+  [t, everything, modern] = await Promise.all([startTestServer(), startEverythingHttp(), startModernUpstream()]);
+  const everythingProvider = await remoteProvider(t.db, "everything-http", everything.url);
+  const modernProvider = await remoteProvider(t.db, "modern", modern.url);
+  deployments.everything = (await deployProvider(t.client, everythingProvider.providerId, "Everything")).id;
+  deployments.modern = (await deployProvider(t.client, modernProvider.providerId, "Modern")).id;
+  mixed = await createSession(t.client, [
+    { provider_deployment: deploymentRef(deployments.everything) },
+    { provider_deployment: deploymentRef(deployments.modern) },
+  ]);
+  onlyModern = await createSession(t.client, [{ provider_deployment: deploymentRef(deployments.modern) }]);
+  onlyEverything = await createSession(t.client, [{ provider_deployment: deploymentRef(deployments.everything) }]);
+});
+
+afterAll(async () => {
+  await Promise.all(closers.map((close) => close().catch(() => undefined)));
+  await upstreams.closeAll();
+  await Promise.all([everything?.close(), modern?.close(), t?.close()]);
+});
+
+describe("both eras on one URL", () => {
+  it("serves a 2025 client and a 2026-07-28 client the same tools, over upstreams of both eras", async () => {
+    const old = await legacyClient(mixed);
+    const now = await modernClient(mixed);
+    expect(now.getProtocolEra()).toBe("modern");
+    const oldNames = (await old.listTools()).tools.map((tool) => tool.name).sort();
+    const newNames = (await now.listTools()).tools.map((tool) => tool.name).sort();
+    expect(newNames).toEqual(oldNames);
+    expect(oldNames).toEqual(expect.arrayContaining(["everything-http_echo", "modern_shout"]));
+    for (const client of [old, now]) {
+      expect(firstText(await client.callTool({ name: "modern_shout", arguments: { text: "hi" } }))).toBe("HI");
+      expect(firstText(await client.callTool({ name: "everything-http_echo", arguments: { message: "yo" } }))).toBe(
+        "Echo: yo",
+      );
+    }
+  });
+
+  it("answers server/discover with the merged instructions of the upstreams", async () => {
+    const now = await modernClient(onlyModern);
+    expect(now.getInstructions()).toContain("Modern upstream: shouts and counts down.");
+  });
+});
+
+describe("standard request headers (2026-07-28)", () => {
+  const modernCall = (name: string, headerName: string) =>
+    fetch(endpointOf(t, mixed), {
+      method: "POST",
+      headers: {
+        ...mcpHeaders(mixed.secret),
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": headerName,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 7,
+        method: "tools/call",
+        params: {
+          name,
+          arguments: { text: "raw" },
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+          },
+        },
+      }),
+    });
+
+  it("refuses an Mcp-Name that does not match the body, and sends upstreams the name they know", async () => {
+    const mismatch = await modernCall("modern_shout", "modern_other");
+    expect(mismatch.status).toBe(400);
+    expect(((await mismatch.json()) as { error: { code: number } }).error.code).toEqual(expect.any(Number));
+    // The upstream (which checks Mcp-Name against its own body) is sent `shout`, not the session's key.
+    const ok = await modernCall("modern_shout", "modern_shout");
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toContain("RAW");
+  });
+});
+
+describe("resources", () => {
+  it("lists, templates and reads resources under reversible provider-prefixed URIs", async () => {
+    const client = await legacyClient(mixed);
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toContain("modern+memo://today");
+    expect(resources.some((r) => r.uri.startsWith("everything-http+"))).toBe(true);
+    const read = await client.readResource({ uri: "modern+memo://today" });
+    // The upstream saw its own URI; the client sees the session's.
+    expect(read.contents).toEqual([
+      { uri: "modern+memo://today", mimeType: "text/plain", text: "memo for memo://today" },
+    ]);
+    const { resourceTemplates } = await client.listResourceTemplates();
+    expect(resourceTemplates.map((r) => r.uriTemplate)).toContain("modern+memo://day/{day}");
+    const day = await client.readResource({ uri: "modern+memo://day/mon" });
+    expect(day.contents[0]).toMatchObject({ text: "memo for memo://day/mon" });
+    await expect(client.readResource({ uri: "nobody+memo://today" })).rejects.toThrow(/not offered/);
+  });
+
+  it("keeps upstream URIs as they are when the session has one provider", async () => {
+    const client = await modernClient(onlyModern);
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual(["memo://today"]);
+    expect((await client.readResource({ uri: "memo://today" })).contents[0]).toMatchObject({ uri: "memo://today" });
+  });
+
+  it("subscribes to a resource of a 2025 upstream and relays its update notifications", async () => {
+    const client = await legacyClient(onlyEverything);
+    const updated: string[] = [];
+    client.fallbackNotificationHandler = async (notification) => {
+      if (notification.method === "notifications/resources/updated") updated.push(String(notification.params?.uri));
+    };
+    const { resources } = await client.listResources();
+    const uri = resources[0]?.uri ?? "";
+    await client.subscribeResource({ uri });
+    // server-everything sends updates of subscribed resources every few seconds once this tool switches them on.
+    await client.callTool({ name: "toggle-subscriber-updates", arguments: {} });
+    await expect.poll(() => updated, { timeout: 15_000, interval: 200 }).toContain(uri);
+    await client.unsubscribeResource({ uri });
+  });
+});
+
+describe("prompts and completion", () => {
+  it("lists and gets prompts under session-wide keys, and completes their arguments", async () => {
+    const client = await legacyClient(mixed);
+    const { prompts } = await client.listPrompts();
+    expect(prompts.map((p) => p.name)).toContain("modern_greet");
+    const prompt = await client.getPrompt({ name: "modern_greet", arguments: { who: "Ada" } });
+    expect(prompt.messages[0]?.content).toMatchObject({ text: "Say hello to Ada." });
+    const completed = await client.complete({
+      ref: { type: "ref/prompt", name: "modern_greet" },
+      argument: { name: "who", value: "a" },
+    });
+    expect(completed.completion.values).toEqual(["ada", "alan"]);
+  });
+});
+
+describe("progress, timeouts and cancellation", () => {
+  it("relays progress under the client's token and lets progress extend a call past the upstream timeout", async () => {
+    const old = await legacyClient(onlyModern);
+    const now = await modernClient(onlyModern);
+    const call = { name: "countdown", arguments: { steps: 8, stepMs: 400 } };
+    // 8 steps of 400 ms: 3.2 s in all, more than twice the 1.5 s the upstream may stay silent.
+    const seen = { old: [] as number[], now: [] as number[] };
+    const options = (into: number[]) => ({
+      onprogress: (p: { progress: number }) => into.push(p.progress),
+      resetTimeoutOnProgress: true,
+      timeout: 10_000,
+    });
+    const [viaOld, viaNow] = await Promise.all([
+      old.callTool(call, undefined, options(seen.old)),
+      now.callTool(call, options(seen.now)),
+    ]);
+    expect(firstText(viaOld)).toBe("liftoff after 8");
+    expect(firstText(viaNow)).toBe("liftoff after 8");
+    expect(seen).toEqual({ old: [1, 2, 3, 4, 5, 6, 7, 8], now: [1, 2, 3, 4, 5, 6, 7, 8] });
+  });
+
+  it("extends a call that reports progress past the upstream timeout even when the client asked for none", async () => {
+    const client = await modernClient(onlyModern);
+    const result = await client.callTool({ name: "countdown", arguments: { steps: 6, stepMs: 400 } });
+    expect(firstText(result)).toBe("liftoff after 6");
+  });
+
+  it("forwards a cancellation to the upstream that runs the call and records the call cancelled", async () => {
+    const before = modern.cancelled;
+    const client = await legacyClient(onlyModern);
+    const controller = new AbortController();
+    const call = client.callTool({ name: "countdown", arguments: { steps: 100, stepMs: 100 } }, undefined, {
+      signal: controller.signal,
+      onprogress: () => undefined,
+    });
+    setTimeout(() => controller.abort("the user clicked stop"), 500);
+    await expect(call).rejects.toThrow();
+    await expect.poll(() => modern.cancelled, { timeout: 5_000 }).toBe(before + 1);
+    await expect
+      .poll(async () => {
+        const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+          params: { path: { session_id: onlyModern.id }, query: { order: "desc", limit: 1 } },
+        });
+        return data?.items[0];
+      })
+      .toMatchObject({ tool_key: "countdown", status: "cancelled", error: { code: "cancelled" } });
+  });
+});
+
+describe("server→client requests", () => {
+  it("routes sampling, elicitation and roots of a 2025 upstream to the 2025 client whose call caused them", async () => {
+    const client = await legacyClient(onlyEverything, { sampling: {}, elicitation: {}, roots: {} });
+    client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+      role: "assistant",
+      content: { type: "text", text: "sampled by the client" },
+      model: "test-model",
+    }));
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Ada" } }));
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///work", name: "work" }] }));
+    const names = (await client.listTools()).tools.map((tool) => tool.name);
+    // server-everything offers these only to clients that declared the capabilities: the gateway declared them.
+    expect(names).toEqual(
+      expect.arrayContaining(["trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"]),
+    );
+    const sampled = await client.callTool({
+      name: "trigger-sampling-request",
+      arguments: { prompt: "hi", maxTokens: 5 },
+    });
+    expect(JSON.stringify(sampled.content)).toContain("sampled by the client");
+    const roots = await client.callTool({ name: "get-roots-list", arguments: {} });
+    expect(JSON.stringify(roots.content)).toContain("file:///work");
+    const elicited = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
+    expect(JSON.stringify(elicited.content)).toContain("Ada");
+  });
+
+  it("brings a 2026-07-28 upstream's input_required to a 2025 client as elicitation, and to a modern client as is", async () => {
+    const old = await legacyClient(onlyModern, { elicitation: {} });
+    old.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { ok: true } }));
+    expect(firstText(await old.callTool({ name: "confirm", arguments: {} }))).toBe("confirmed");
+    const now = await modernClient(onlyModern, { elicitation: {} });
+    now.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { ok: true } }));
+    expect(firstText(await now.callTool({ name: "confirm", arguments: {} }))).toBe("confirmed");
+  });
+});
+
+describe("logging", () => {
+  it("fans logging/setLevel out to the upstreams and relays their log messages to a 2025 client", async () => {
+    const client = await legacyClient(onlyEverything);
+    const messages: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => {
+      messages.push(n.params.data);
+    });
+    await client.setLoggingLevel("debug");
+    await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
+    await expect.poll(() => messages.length, { timeout: 15_000, interval: 200 }).toBeGreaterThan(0);
+  });
+});
+
+describe("access", () => {
+  it("accepts the session secret as ?key= for clients that cannot set headers", async () => {
+    const url = new URL(endpointOf(t, onlyModern));
+    url.searchParams.set("key", onlyModern.secret);
+    const { authorization: _none, ...headers } = mcpHeaders(onlyModern.secret);
+    const res = await fetch(url, { method: "POST", headers, body: initializeBody });
+    expect(res.status).toBe(200);
+  });
+
+  it("answers 401 with WWW-Authenticate naming RFC 9728 metadata that this server serves", async () => {
+    const res = await fetch(endpointOf(t, onlyModern), {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: initializeBody,
+    });
+    expect(res.status).toBe(401);
+    const challenge = res.headers.get("www-authenticate") ?? "";
+    const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1] ?? "";
+    expect(metadataUrl).toContain(`/.well-known/oauth-protected-resource/mcp/${onlyModern.id}`);
+    const metadata = await fetch(new URL(new URL(metadataUrl).pathname, t.url));
+    expect(metadata.status).toBe(200);
+    expect(await metadata.json()).toMatchObject({
+      resource: expect.stringContaining(`/mcp/${onlyModern.id}`),
+      bearer_methods_supported: ["header"],
+    });
+  });
+
+  it("refuses a browser Origin it does not know (DNS rebinding) and accepts its own", async () => {
+    const post = (origin: string) =>
+      fetch(endpointOf(t, onlyModern), {
+        method: "POST",
+        headers: { ...mcpHeaders(onlyModern.secret), origin },
+        body: initializeBody,
+      });
+    expect((await post("http://evil.example")).status).toBe(403);
+    expect((await post(new URL(onlyModern.connection_url ?? "").origin)).status).toBe(200);
+  });
+});

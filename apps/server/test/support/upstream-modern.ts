@@ -1,0 +1,134 @@
+import type { AddressInfo } from "node:net";
+import { toNodeHandler } from "@modelcontextprotocol/node";
+import { createMcpHandler, inputRequired, Server, type Tool } from "@modelcontextprotocol/server";
+import express from "express";
+
+export interface ModernUpstream {
+  /** The MCP endpoint: MCP 2026-07-28 (and stateless 2025 requests), served by the SDK v2's createMcpHandler. */
+  url: string;
+  /** Requests the server saw cancelled (by request id), e.g. by a client's `notifications/cancelled`. */
+  cancelled: number;
+  close(): Promise<void>;
+}
+
+const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+/**
+ * An upstream of the current MCP revision (2026-07-28), built with the SDK v2 the way its documentation shows:
+ * tools `shout`, `countdown` (progress every `stepMs` for `steps` steps), `confirm` (asks the client through an
+ * `input_required` elicitation), a resource, a resource template, and a prompt whose argument completes.
+ */
+export async function startModernUpstream(): Promise<ModernUpstream> {
+  const state = { cancelled: 0 };
+  const handler = createMcpHandler(() => {
+    const server = new Server(
+      { name: "modern-upstream", version: "1.0.0" },
+      {
+        capabilities: { tools: {}, resources: {}, prompts: {}, completions: {} },
+        instructions: "Modern upstream: shouts and counts down.",
+      },
+    );
+    const tools: Tool[] = [
+      {
+        name: "shout",
+        description: "Upper-cases the text.",
+        inputSchema: { type: "object", properties: { text: { type: "string" } } },
+      },
+      {
+        name: "countdown",
+        description: "Counts down with progress.",
+        inputSchema: { type: "object", properties: { steps: { type: "number" }, stepMs: { type: "number" } } },
+      },
+      { name: "confirm", description: "Asks the user to confirm.", inputSchema: { type: "object" } },
+    ];
+    server.setRequestHandler("tools/list", async () => ({ tools }));
+    server.setRequestHandler("tools/call", async (request, ctx) => {
+      const args = (request.params.arguments ?? {}) as Record<string, unknown>;
+      switch (request.params.name) {
+        case "shout":
+          return text(String(args.text).toUpperCase());
+        case "countdown": {
+          const steps = Number(args.steps ?? 3);
+          const progressToken = ctx.mcpReq._meta?.progressToken;
+          for (let i = 1; i <= steps; i++) {
+            await sleep(Number(args.stepMs ?? 100), ctx.mcpReq.signal);
+            if (ctx.mcpReq.signal.aborted) {
+              state.cancelled++;
+              return text("cancelled");
+            }
+            if (progressToken !== undefined) {
+              await ctx.mcpReq.notify({
+                method: "notifications/progress",
+                params: { progressToken, progress: i, total: steps },
+              });
+            }
+          }
+          return text(`liftoff after ${steps}`);
+        }
+        case "confirm": {
+          const answer = ctx.mcpReq.inputResponses?.ok as { action?: string; content?: { ok?: boolean } } | undefined;
+          if (!answer) {
+            return inputRequired({
+              inputRequests: {
+                ok: inputRequired.elicit({
+                  message: "Proceed?",
+                  requestedSchema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] },
+                }),
+              },
+            });
+          }
+          return text(answer.action === "accept" && answer.content?.ok ? "confirmed" : "declined");
+        }
+        default:
+          return { ...text(`unknown tool ${request.params.name}`), isError: true };
+      }
+    });
+    server.setRequestHandler("resources/list", async () => ({
+      resources: [{ uri: "memo://today", name: "today", mimeType: "text/plain" }],
+    }));
+    server.setRequestHandler("resources/templates/list", async () => ({
+      resourceTemplates: [{ uriTemplate: "memo://day/{day}", name: "day", mimeType: "text/plain" }],
+    }));
+    server.setRequestHandler("resources/read", async (request) => ({
+      contents: [{ uri: request.params.uri, mimeType: "text/plain", text: `memo for ${request.params.uri}` }],
+    }));
+    server.setRequestHandler("prompts/list", async () => ({
+      prompts: [{ name: "greet", description: "A greeting.", arguments: [{ name: "who", required: true }] }],
+    }));
+    server.setRequestHandler("prompts/get", async (request) => ({
+      messages: [{ role: "user", content: { type: "text", text: `Say hello to ${request.params.arguments?.who}.` } }],
+    }));
+    server.setRequestHandler("completion/complete", async (request) => {
+      const prefix = String(request.params.argument.value);
+      const values = ["ada", "alan", "grace"].filter((v) => v.startsWith(prefix));
+      return { completion: { values, total: values.length, hasMore: false } };
+    });
+    return server;
+  });
+  const app = express();
+  app.use(express.json());
+  const node = toNodeHandler(handler);
+  app.all("/mcp", (req, res) => void node(req, res, req.body));
+  const httpServer = app.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => httpServer.once("listening", resolve));
+  const { port } = httpServer.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    get cancelled() {
+      return state.cancelled;
+    },
+    close: async () => {
+      await handler.close();
+      httpServer.closeAllConnections();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    },
+  };
+}
