@@ -4,6 +4,7 @@ import type { Db } from "../db/database.ts";
 import type { JsonObject, Row, ToolCallStatus } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
+import { storableJson } from "../lib/storable-json.ts";
 import { UpstreamCredentials } from "../oauth/upstream-credentials.ts";
 import type { UpstreamTarget } from "../runtimes/connect.ts";
 import {
@@ -44,6 +45,8 @@ export interface Downstream {
    * connections of its own: roots are the client's, and an upstream asks for them outside any request.
    */
   connectionId?: string | null;
+  /** A provider left out of a listing for being slow answered after all: the client may list again. */
+  onLateListing?: (method: ListMethod) => void;
   /** Told of every upstream used for the client, to relay what the upstream sends outside requests. */
   watch?: (provider: GatewaySessionProvider, upstream: Upstream) => void;
 }
@@ -83,6 +86,41 @@ export interface CallOutcome {
   result: Item | null;
   failure: UpstreamFailure | null;
 }
+
+/**
+ * The tool calls this process is running, whichever gateway instance started them: on shutdown the ones still
+ * running are failed (`shutdown`), so every client gets an answer and no record stays `waiting_for_response`.
+ */
+class CallsInFlight {
+  private readonly running = new Map<AbortController, Promise<void>>();
+
+  /** Registers a call until `finish` is called (after its record is complete). */
+  start(): { signal: AbortSignal; finish: () => void } {
+    const controller = new AbortController();
+    let finish = () => undefined as void;
+    this.running.set(controller, new Promise<void>((resolve) => (finish = resolve)));
+    return {
+      signal: controller.signal,
+      finish: () => {
+        this.running.delete(controller);
+        finish();
+      },
+    };
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+
+  /** Fails every running call; resolves once their records are written and their answers on their way. */
+  async stopAll(): Promise<void> {
+    const reason = new UpstreamFailure("shutdown", "This server stopped before the upstream answered.");
+    const finished = [...this.running.values()];
+    for (const controller of this.running.keys()) controller.abort(reason);
+    await Promise.all(finished);
+  }
+}
+export const callsInFlight = new CallsInFlight();
 
 /** How long a session counts as `connected` after its last MCP request. */
 const CONNECTED_FOR_MS = 5 * 60_000;
@@ -185,7 +223,8 @@ export class Gateway {
       session.providers.map(async (provider) => {
         try {
           const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
-          const items = await this.withCaller(provider, downstream, () => upstream.list(method, this.listMs));
+          const listing = this.withCaller(provider, downstream, () => upstream.list(method, this.timeoutMs));
+          const items = await withinBound(listing, this.listMs, () => downstream.onLateListing?.(method));
           return items
             .filter((item) => method !== "tools/list" || allowedTool(provider, names, String(item.name)))
             .map((item) => {
@@ -234,7 +273,8 @@ export class Gateway {
       if (!candidates.has(provider.sessionProviderId)) continue;
       try {
         const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
-        const items = await this.withCaller(provider, downstream, () => upstream.list(method, this.listMs));
+        // The key names this provider: waiting for it is waiting for the call's own upstream.
+        const items = await this.withCaller(provider, downstream, () => upstream.list(method, this.timeoutMs));
         const item = items.find((i) => names.key(provider.sessionProviderId, String(i.name)) === key);
         if (!item) continue;
         if (method === "tools/list" && !allowedTool(provider, names, String(item.name))) continue;
@@ -335,14 +375,14 @@ export class Gateway {
         messageId: newId("smg"),
         connectionId: origin.connectionId,
         tool: upstream
-          ? JSON.stringify({
+          ? storableJson({
               name,
               description: typeof item.description === "string" ? item.description : null,
               input_schema: item.inputSchema ?? null,
             })
           : null,
-        input: input === undefined ? null : JSON.stringify(input),
-        metadata: origin.metadata ? JSON.stringify(origin.metadata) : null,
+        input: input === undefined ? null : storableJson(input),
+        metadata: origin.metadata ? storableJson(origin.metadata) : null,
       }),
     );
     recorded.catch(() => undefined); // awaited below; this only keeps it from counting as unhandled meanwhile
@@ -368,7 +408,7 @@ export class Gateway {
         id,
         status,
         runId: upstream?.runId ?? null,
-        output: result ? JSON.stringify(result) : null,
+        output: result ? storableJson(result) : null,
         error: failure ? JSON.stringify({ code: failure.code, message: failure.message }) : null,
         completedAt: new Date(),
       }),
@@ -440,6 +480,21 @@ export class Gateway {
 function allowedTool(provider: GatewaySessionProvider, names: Namespaces, name: string): boolean {
   const allowed = provider.toolKeys;
   return !allowed || allowed.includes(names.key(provider.sessionProviderId, name)) || allowed.includes(name);
+}
+
+/**
+ * Waits at most `ms` for a listing; a slower one fails this wait but goes on (its result is cached by the upstream
+ * for the next listing), and `onLate` hears when it arrives.
+ */
+function withinBound<T>(listing: Promise<T>, ms: number, onLate: () => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      listing.then(onLate, () => undefined);
+      reject(new UpstreamFailure("timeout", `did not list within ${ms} ms; it is included once it answers.`));
+    }, ms);
+  });
+  return Promise.race([listing, bound]).finally(() => clearTimeout(timer));
 }
 
 function asFailure(error: unknown): UpstreamFailure {

@@ -85,7 +85,42 @@ function originGuard(publicUrl: string) {
 interface Connection {
   sessionId: string;
   transport: NodeStreamableHTTPServerTransport | SSEServerTransport;
-  close(): Promise<void>;
+  lastUsedAt: number;
+}
+
+/**
+ * The 2025-era connections this process holds. A Streamable HTTP session that no request used for
+ * TOOLPLANE_MCP_CONNECTION_IDLE_MS (default 30 min) is closed (clients often never send DELETE; a client that comes
+ * back gets a 404 and initialises again, as MCP prescribes); an SSE stream lives as long as its HTTP response.
+ */
+class LocalConnections {
+  private readonly byId = new Map<string, Connection>();
+  private readonly idleMs = Number(process.env.TOOLPLANE_MCP_CONNECTION_IDLE_MS) || 30 * 60_000;
+  private sweeper: NodeJS.Timeout | null = null;
+
+  get(id: string): Connection | undefined {
+    const connection = this.byId.get(id);
+    if (connection) connection.lastUsedAt = Date.now();
+    return connection;
+  }
+
+  set(id: string, connection: Omit<Connection, "lastUsedAt">): void {
+    this.byId.set(id, { ...connection, lastUsedAt: Date.now() });
+    this.sweeper ??= setInterval(() => this.closeIdle(), Math.min(this.idleMs, 60_000)).unref();
+  }
+
+  delete(id: string): void {
+    this.byId.delete(id);
+  }
+
+  private closeIdle(): void {
+    const now = Date.now();
+    for (const [id, { transport, lastUsedAt }] of this.byId) {
+      if (transport instanceof SSEServerTransport || now - lastUsedAt < this.idleMs) continue;
+      this.byId.delete(id);
+      void transport.close().catch(() => undefined);
+    }
+  }
 }
 
 /**
@@ -103,7 +138,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   const load = gatewaySessionLoader(deps.db, deps.secrets);
   const access = new SessionAccess(deps, load);
   const checkOrigin = originGuard(deps.publicUrl);
-  const connections = new Map<string, Connection>();
+  const connections = new LocalConnections();
   const router = Router();
   const sessionIdOf = (req: Request) => String(req.params.sessionId);
   const metadataUrl = (sessionId: string) => `${deps.publicUrl}/.well-known/oauth-protected-resource/mcp/${sessionId}`;
@@ -256,7 +291,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       },
       // Stored before initialize is answered, so the client's next request may reach any replica.
       onsessioninitialized: async (id) => {
-        connections.set(id, { sessionId, transport, close: () => transport.close() });
+        connections.set(id, { sessionId, transport });
         const params = (req.body as { params: Record<string, unknown> }).params;
         await deps.db
           .insertInto("mcp_connections")
@@ -299,7 +334,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     const current = () => access.authorize(sessionId, credential);
     const serving: ServingContext = { connectionId: newId("scn"), canRequest: true, log: req.log };
     const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
-    connections.set(transport.sessionId, { sessionId, transport, close: () => transport.close() });
+    connections.set(transport.sessionId, { sessionId, transport });
     res.on("close", () => {
       connections.delete(transport.sessionId);
       void server.close();

@@ -7,6 +7,7 @@ import {
   PROTOCOL_VERSION_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
+  SERVER_INFO_META_KEY,
   Server,
   type ServerContext,
 } from "@modelcontextprotocol/server";
@@ -128,6 +129,12 @@ export async function sessionMcpServer(
       caller: (provider) => relayTo(ctx, serving, provider, capabilities),
       connectionId: serving.connectionId,
       watch,
+      // On a connection the client hears that the list grew; per request it sees it on its next listing.
+      onLateListing: (method) => {
+        if (!serving.canRequest) return;
+        const changed = `notifications/${method.split("/")[0]}/list_changed`;
+        void server.notification({ method: changed } as never).catch(() => undefined);
+      },
     };
   };
 
@@ -219,10 +226,14 @@ export async function sessionMcpServer(
           ProtocolErrorCode.InvalidParams,
           `Prompt ${String(ref.name)} is not offered by this session.`,
         );
-      return forward(ctx, target.provider, target.upstream, "completion/complete", {
-        ...forwardedParams(request.params, ctx),
-        ref: { ...ref, name: target.name },
-      });
+      return exposeUris(
+        await forward(ctx, target.provider, target.upstream, "completion/complete", {
+          ...forwardedParams(request.params, ctx),
+          ref: { ...ref, name: target.name },
+        }),
+        gateway.namespaces(current),
+        null,
+      );
     }
     const uri = String(ref.uri);
     const target = await gateway.locateUri(current, uri, downstream(ctx)).catch((e: unknown) => {
@@ -233,10 +244,14 @@ export async function sessionMcpServer(
         ProtocolErrorCode.InvalidParams,
         `Resource template ${uri} is not offered by this session.`,
       );
-    return forward(ctx, target.provider, target.upstream, "completion/complete", {
-      ...forwardedParams(request.params, ctx),
-      ref: { ...ref, uri: target.uri },
-    });
+    return exposeUris(
+      await forward(ctx, target.provider, target.upstream, "completion/complete", {
+        ...forwardedParams(request.params, ctx),
+        ref: { ...ref, uri: target.uri },
+      }),
+      gateway.namespaces(current),
+      null,
+    );
   }) as never);
 
   server.setRequestHandler("logging/setLevel", (async (
@@ -269,7 +284,8 @@ export async function sessionMcpServer(
     const only = current.providers.length === 1 ? current.providers[0] : undefined;
     if (!only) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${request.method}`);
     const upstream = await gateway.upstreamFor(current.instanceId, only, downstream(ctx as ServerContext));
-    return forward(ctx as ServerContext, only, upstream, request.method, request.params as Params | undefined) as never;
+    const params = request.params ? forwardedParams(request.params as Params, ctx as ServerContext) : undefined;
+    return forward(ctx as ServerContext, only, upstream, request.method, params) as never;
   };
 
   const forward = (
@@ -416,6 +432,14 @@ function exposeUris(
       ? { messages: (result.messages as Params[]).map((m) => ({ ...m, content: expose(m.content) })) }
       : {}),
   };
+}
+
+function withoutUpstreamIdentity(result: Params): Params {
+  const meta = result._meta as Params | undefined;
+  if (!meta || !(SERVER_INFO_META_KEY in meta)) return result;
+  const { [SERVER_INFO_META_KEY]: _upstream, ...kept } = meta;
+  const { _meta: _dropped, ...rest } = result;
+  return Object.keys(kept).length > 0 ? { ...rest, _meta: kept } : rest;
 }
 
 function asProtocolError(error: unknown, provider?: GatewaySessionProvider): unknown {

@@ -145,6 +145,16 @@ describe("tools/call", () => {
     expect(ours.authorizations).toContain(`Bearer ${tokens.access_token}`);
     // The session's own secret never travels upstream.
     expect(ours.authorizations.some((a) => a?.includes(session.secret))).toBe(false);
+
+    // Once its refresh failed, the provider asks for re-authentication: never "tool not offered".
+    await t.db
+      .updateTable("provider_auth_configs")
+      .set({ status: "refresh_failed", status_reason: "invalid_grant" })
+      .where("id", "=", authConfig.id)
+      .execute();
+    const failed = await client.callTool({ name: "whoami", arguments: {} });
+    expect(failed.isError).toBe(true);
+    expect(firstText(failed)).toMatch(/Provider ours needs re-authentication.*POST \/provider-setup-sessions/);
   });
 
   it("passes an upstream JSON-RPC error on and rejects unknown keys", async () => {

@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { type AddressInfo, createServer, type Socket } from "node:net";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UpstreamPool, upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
@@ -13,13 +16,17 @@ import {
   remoteProvider,
 } from "./gateway-fixtures.ts";
 
-// Read when the app is built (beforeAll): short enough to exercise, long enough for a loaded CI machine.
+// Read when the app is built (beforeAll): short enough to exercise, long enough for a loaded CI machine. A listing
+// waits a sixth of that for any one provider.
 process.env.TOOLPLANE_UPSTREAM_TIMEOUT_MS = "3000";
+process.env.TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS = "500";
+// (A listing left a slow provider out only for itself: the upstream goes on connecting and is listed next time.)
 
 let t: StartedTestServer;
 let ours: TestUpstream;
 let down: TestUpstream;
 let session: CreatedSession;
+let oursDeploymentId: string;
 
 const call = async (sessionId: string, tool_id: string, input: Record<string, unknown> = {}) => {
   const res = await t.client.POST("/sessions/{session_id}/tool-calls", {
@@ -35,8 +42,9 @@ beforeAll(async () => {
   [t, ours, down] = await Promise.all([startTestServer(), startTestUpstream(), startTestUpstream()]);
   const oursProvider = await remoteProvider(t.db, "ours", ours.url);
   const downProvider = await remoteProvider(t.db, "down", down.url);
+  oursDeploymentId = (await deployProvider(t.client, oursProvider.providerId, "Ours")).id;
   session = await createSession(t.client, [
-    { provider_deployment: deploymentRef((await deployProvider(t.client, oursProvider.providerId, "Ours")).id) },
+    { provider_deployment: deploymentRef(oursDeploymentId) },
     { provider_deployment: deploymentRef((await deployProvider(t.client, downProvider.providerId, "Down")).id) },
   ]);
 });
@@ -110,6 +118,63 @@ describe("upstream failures fail only the call they hit, and are recorded", () =
     try {
       const keys = (await client.listTools()).tools.map((tool) => tool.name);
       expect(keys).toContain("ours_echo");
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("lists and calls the other providers while one upstream hangs, and tells the client which one it left out", async () => {
+    // Accepts connections and never answers: no HTTP status, no MCP.
+    const sockets = new Set<Socket>();
+    const hung = createServer((socket) => sockets.add(socket)).listen(0, "127.0.0.1");
+    await once(hung, "listening");
+    const hungProvider = await remoteProvider(
+      t.db,
+      "hung",
+      `http://127.0.0.1:${(hung.address() as AddressInfo).port}/mcp`,
+    );
+    const withHung = await createSession(t.client, [
+      { provider_deployment: deploymentRef((await deployProvider(t.client, hungProvider.providerId, "Hung")).id) },
+      { provider_deployment: deploymentRef(oursDeploymentId) },
+    ]);
+    const client = await connectMcp(t, withHung);
+    const warnings: string[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => {
+      warnings.push(String(n.params.data));
+    });
+    try {
+      const startedAt = Date.now();
+      const keys = (await client.listTools()).tools.map((tool) => tool.name);
+      // Bounded by the list timeout, not by the hung upstream (the upstream timeout is six times longer).
+      expect(Date.now() - startedAt).toBeLessThan(3000);
+      expect(keys).toContain("ours_echo");
+      expect(keys.some((key) => key.startsWith("hung_"))).toBe(false);
+      expect(warnings).toEqual([expect.stringMatching(/^Provider hung was left out: /)]);
+      // A call never asks the hung provider: the key's prefix names its provider.
+      expect(firstText(await client.callTool({ name: "ours_echo", arguments: { message: "still" } }))).toBe(
+        "upstream: still",
+      );
+    } finally {
+      await client.close();
+      for (const socket of sockets) socket.destroy();
+      hung.close();
+    }
+  });
+
+  it("records a call whose input PostgreSQL cannot store as given (lone surrogate, NUL), and runs it as sent", async () => {
+    const message = "half \ud800 and nul \u0000";
+    const recorded = await call(session.id, "ours_echo", { message });
+    expect(recorded).toMatchObject({
+      status: "succeeded",
+      input: { message: "half \ufffd and nul \ufffd" },
+      output: { content: [{ text: "upstream: half \ufffd and nul \ufffd" }] },
+    });
+    // Over MCP the client gets the upstream's answer as it came: the upstream was sent the input as given.
+    const client = await connectMcp(t, session);
+    try {
+      expect(firstText(await client.callTool({ name: "ours_echo", arguments: { message } }))).toBe(
+        `upstream: ${message}`,
+      );
     } finally {
       await client.close();
     }

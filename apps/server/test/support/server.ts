@@ -11,6 +11,10 @@ import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
 import { bundledSpec } from "../../src/spec.ts";
 import { createTestDatabase } from "./database.ts";
 
+// A loaded test machine can take several seconds to start a stdio upstream: listings wait for it here, unless a
+// test file that exercises the bound sets a short one itself (its own assignment runs after this import).
+process.env.TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS ??= "30000";
+
 export interface Tenant {
   instanceId: string;
   apiKey: string;
