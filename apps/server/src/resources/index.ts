@@ -9,6 +9,7 @@ import { customProviderVersionHandlers } from "./custom-provider-versions/handle
 import { CustomProviderVersionService } from "./custom-provider-versions/service.ts";
 import { customProviderHandlers } from "./custom-providers/handlers.ts";
 import { CustomProviderService } from "./custom-providers/service.ts";
+import { notImplemented } from "./not-implemented.ts";
 import { portalConsumerAccessHandlers } from "./portal-consumer-access/handlers.ts";
 import { PortalConsumerAccessService } from "./portal-consumer-access/service.ts";
 import { portalHandlers } from "./portals/handlers.ts";
@@ -79,6 +80,9 @@ export function createHandlers({
     portals: portalHandlers(portals),
     portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals)),
     servers: serverHandlers(new ServerService(db)),
+    providers: notImplemented("listProviders", "getProvider"),
+    providerVersions: notImplemented("listProviderVersions", "getProviderVersion"),
+    providerListings: notImplemented("listProviderListings", "getProviderListing"),
     providerOAuthTokenImports: providerOAuthTokenImportHandlers(
       new ProviderOAuthTokenImportService(db, secrets, deployments),
     ),
