@@ -6,6 +6,7 @@ import { notifyDeployJobs } from "../../custom-providers/job-runner.ts";
 import { prepareVersion } from "../../custom-providers/source.ts";
 import { type CustomProviderRef, customProvidersToApi, refOf } from "../../custom-providers/views.ts";
 import type { Db } from "../../db/database.ts";
+import { containsPattern } from "../../lib/filters.ts";
 import { newId } from "../../lib/ids.ts";
 import { paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
@@ -41,7 +42,7 @@ export class CustomProviderService {
   async list(instanceId: string, filters: ListQuery) {
     let query = this.db.selectFrom("custom_providers").selectAll().where("instance_id", "=", instanceId);
     if (filters.search) {
-      const pattern = `%${filters.search.replace(/[\\%_]/g, "\\$&")}%`;
+      const pattern = containsPattern(filters.search);
       query = query.where((eb) => eb.or([eb("name", "ilike", pattern), eb("description", "ilike", pattern)]));
     }
     if (filters.status?.length) query = query.where("status", "in", filters.status);
