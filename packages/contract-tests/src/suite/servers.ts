@@ -1,5 +1,5 @@
 import { catalogServerId, seedOwnServer } from "../seed.ts";
-import { checkMisses } from "./fixtures.ts";
+import { checkMisses, expectAbsent } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const servers = defineSuite({
@@ -21,6 +21,33 @@ export const servers = defineSuite({
     await ctx.ok("getServer", 200, ctx.other.GET("/servers/{server_id}", { params: { path: theirs } }), {
       label: "200 the other tenant's own server",
     });
+    const all = await ctx.ok("listServers", 200, client.GET("/servers", { params: { query: { limit: 100 } } }), {
+      label: "200 catalog and own servers",
+    });
+    expectAbsent(all, theirs.server_id, "listServers");
+    const page = await ctx.ok("listServers", 200, client.GET("/servers", { params: { query: { limit: 1 } } }), {
+      label: "200 first page",
+    });
+    await ctx.ok(
+      "listServers",
+      200,
+      client.GET("/servers", { params: { query: { limit: 1, cursor: page.pagination.next_cursor ?? "" } } }),
+      { label: "200 next page by cursor" },
+    );
+    await ctx.ok(
+      "listServers",
+      200,
+      client.GET("/servers", { params: { query: { order: "desc", before: own.server_id } } }),
+      {
+        label: "200 desc before an id",
+      },
+    );
+    await ctx.check("listServers", 400, client.GET("/servers", { params: { query: { cursor: "not-a-cursor" } } }), {
+      code: "bad_request",
+      label: "400 malformed cursor",
+    });
+    await ctx.standardErrors("listServers");
+
     await checkMisses(ctx, "getServer", catalog, [
       [{ server_id: ctx.unknownId("server_id") }, "unknown id"],
       [theirs, "another tenant's server"],

@@ -46,8 +46,9 @@ describe("providers: errors", () => {
     for (const query of [`id=${providerId}`, `id[]=${providerId}`, `id[0]=${providerId}&type[0]=catalog`]) {
       const res = await t.fetch(`/providers?${query}`);
       expect(res.status, query).toBe(200);
+      const page = (await res.json()) as { items: { id: string }[] };
       expect(
-        (await res.json()).items.map((p: { id: string }) => p.id),
+        page.items.map((p) => p.id),
         query,
       ).toEqual([providerId]);
     }
