@@ -133,6 +133,15 @@ export function serverSourceStdioExample() {
     };
 }
 
+export function serverSourceContainerExample() {
+    return {
+        type: 'container',
+        container: {
+            image_ref: 'ghcr.io/acme/weather-mcp:1.2.0'
+        }
+    };
+}
+
 export function serverSourceExample() {
     return {
         type: 'remote',

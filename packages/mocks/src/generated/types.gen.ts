@@ -297,13 +297,34 @@ export type ServerSourceStdio = {
 };
 
 /**
- * How the MCP server is reached: an object with `type` and an object keyed by that type's name — `remote` (an HTTP URL and its MCP transport) or `stdio` (a local command spoken to over stdio).
+ * The MCP server runs from an OCI image (a `container` custom provider), started by this server's container engine and reached over Streamable HTTP. Registry credentials are never shown.
+ */
+export type ServerSourceContainer = {
+    /**
+     * Always `container`.
+     */
+    type: 'container';
+    /**
+     * The image the server runs.
+     */
+    container: {
+        /**
+         * The image reference, as the custom provider's version names it.
+         */
+        image_ref: string;
+    };
+};
+
+/**
+ * How the MCP server is reached: an object with `type` and an object keyed by that type's name — `remote` (an HTTP URL and its MCP transport), `stdio` (a local command spoken to over stdio; a `function` custom provider shows `node` and its entrypoint file) or `container` (an OCI image of a `container` custom provider).
  */
 export type ServerSource = ({
     type: 'remote';
 } & ServerSourceRemote) | ({
     type: 'stdio';
-} & ServerSourceStdio);
+} & ServerSourceStdio) | ({
+    type: 'container';
+} & ServerSourceContainer);
 
 /**
  * A JSON Schema (draft 2020-12) document.
@@ -353,7 +374,7 @@ export type ServerVariant = {
 };
 
 /**
- * The catalog's read-only view of a deployable MCP server: its variants (ways of running it) and each variant's current version. Servers come from the catalog files and from custom providers.
+ * The catalog's read-only view of a deployable MCP server: its variants (ways of running it) and each variant's current version. Servers come from the catalog files (one per catalog provider, visible to every instance) and from custom providers (one per custom provider, visible to its instance only: named like it, `archived` with it, and with one variant once a version is in its `production` environment).
  */
 export type Server = {
     /**

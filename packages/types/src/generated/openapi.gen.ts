@@ -2015,7 +2015,31 @@ export interface components {
             };
         };
         /**
-         * @description How the MCP server is reached: an object with `type` and an object keyed by that type's name — `remote` (an HTTP URL and its MCP transport) or `stdio` (a local command spoken to over stdio).
+         * @description The MCP server runs from an OCI image (a `container` custom provider), started by this server's container engine and reached over Streamable HTTP. Registry credentials are never shown.
+         * @example {
+         *       "type": "container",
+         *       "container": {
+         *         "image_ref": "ghcr.io/acme/weather-mcp:1.2.0"
+         *       }
+         *     }
+         */
+        ServerSourceContainer: {
+            /**
+             * @description Always `container`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "container";
+            /** @description The image the server runs. */
+            container: {
+                /**
+                 * @description The image reference, as the custom provider's version names it.
+                 * @example ghcr.io/acme/weather-mcp:1.2.0
+                 */
+                image_ref: string;
+            };
+        };
+        /**
+         * @description How the MCP server is reached: an object with `type` and an object keyed by that type's name — `remote` (an HTTP URL and its MCP transport), `stdio` (a local command spoken to over stdio; a `function` custom provider shows `node` and its entrypoint file) or `container` (an OCI image of a `container` custom provider).
          * @example {
          *       "type": "remote",
          *       "remote": {
@@ -2024,7 +2048,7 @@ export interface components {
          *       }
          *     }
          */
-        ServerSource: components["schemas"]["ServerSourceRemote"] | components["schemas"]["ServerSourceStdio"];
+        ServerSource: components["schemas"]["ServerSourceRemote"] | components["schemas"]["ServerSourceStdio"] | components["schemas"]["ServerSourceContainer"];
         /**
          * @description A JSON Schema (draft 2020-12) document.
          * @example {
@@ -2156,7 +2180,7 @@ export interface components {
             source: components["schemas"]["ServerSource"];
         };
         /**
-         * @description The catalog's read-only view of a deployable MCP server: its variants (ways of running it) and each variant's current version. Servers come from the catalog files and from custom providers.
+         * @description The catalog's read-only view of a deployable MCP server: its variants (ways of running it) and each variant's current version. Servers come from the catalog files (one per catalog provider, visible to every instance) and from custom providers (one per custom provider, visible to its instance only: named like it, `archived` with it, and with one variant once a version is in its `production` environment).
          * @example {
          *       "object": "server",
          *       "id": "srv_01jqz7m3c8v4r2k9x5n6t0w1yh",

@@ -22,6 +22,30 @@ export interface StoredServerVariant {
   };
 }
 
+/**
+ * The stored variants of a provider's server: one for its current version (how it is reached, its config schema,
+ * whether it needs OAuth), none while it has no current version. The catalog loader and custom providers both
+ * store them this way.
+ */
+export function storedVariants(
+  current: { source: ServerSource; schema: JsonObject; createdAt: string } | null,
+  options: { oauthRequired: boolean; status?: ServerVariant["status"] },
+): StoredServerVariant[] {
+  if (!current) return [];
+  return [
+    {
+      status: options.status ?? "active",
+      source: current.source,
+      current_version: {
+        oauth_status: options.oauthRequired ? "required" : "not_required",
+        source: current.source,
+        schema: current.schema,
+        created_at: current.createdAt,
+      },
+    },
+  ];
+}
+
 export class ServerService {
   constructor(private readonly db: Db) {}
 
