@@ -3,6 +3,7 @@ import { ApiError } from "@toolplane/server-stubs";
 import type { components, operations } from "@toolplane/types";
 import { createVersion } from "../../custom-providers/environments.ts";
 import { notifyDeployJobs } from "../../custom-providers/job-runner.ts";
+import { syncCustomProviderServer } from "../../custom-providers/server.ts";
 import { prepareVersion } from "../../custom-providers/source.ts";
 import { type CustomProviderRef, customProvidersToApi, refOf } from "../../custom-providers/views.ts";
 import type { Db } from "../../db/database.ts";
@@ -67,7 +68,8 @@ export class CustomProviderService {
 
   /**
    * One transaction: the instance's publisher (made on first use), the catalog provider and its listing, the
-   * custom provider, its two environments, and v1 with its deployment job and system commit into development.
+   * custom provider, its two environments, v1 with its deployment job and system commit into development, and
+   * its server (no variant until a version reaches production).
    */
   async create(instanceId: string, body: Create): Promise<CustomProvider> {
     const prepared = prepareVersion(body.from, body.config);
@@ -115,12 +117,16 @@ export class CustomProviderService {
         )
         .execute();
       await createVersion(trx, refOf(row), prepared, "custom_provider_created", this.secrets);
+      await syncCustomProviderServer(trx, id);
     });
     notifyDeployJobs();
     return this.get(instanceId, id);
   }
 
-  /** Name and description follow to the catalog provider (its slug stays); `status` archives or reactivates. */
+  /**
+   * Name and description follow to the catalog provider (its slug stays) and its server; `status` archives or
+   * reactivates the custom provider and its server.
+   */
   async update(instanceId: string, id: string, body: Update): Promise<CustomProvider> {
     await this.db.transaction().execute(async (trx) => {
       const ref = await this.ref(trx, instanceId, id, true);
@@ -141,6 +147,7 @@ export class CustomProviderService {
           .where("id", "=", ref.providerId)
           .execute();
       }
+      await syncCustomProviderServer(trx, ref.id);
     });
     return this.get(instanceId, id);
   }
