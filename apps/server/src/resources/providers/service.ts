@@ -9,12 +9,15 @@ import { toAuthMethod } from "../../oauth/flows.ts";
 
 type Provider = components["schemas"]["Provider"];
 type ProviderVersion = components["schemas"]["ProviderVersion"];
+type Publisher = components["schemas"]["ProviderPublisher"];
 type ListQuery = NonNullable<operations["listProviders"]["parameters"]["query"]>;
 
 export const PROVIDER_ENTITY = "provider";
 
-/** The short `provider.version` embedded in providers (and deployments, custom providers). */
-export const toProviderVersion = (v: Row<"provider_versions">): ProviderVersion => ({
+/** The short `provider.version` embedded in providers and custom providers. */
+export const toProviderVersion = (
+  v: Pick<Row<"provider_versions">, "id" | "version" | "status" | "created_at" | "updated_at">,
+): ProviderVersion => ({
   object: "provider.version",
   id: v.id,
   version: v.version,
@@ -22,6 +25,41 @@ export const toProviderVersion = (v: Row<"provider_versions">): ProviderVersion 
   created_at: iso(v.created_at),
   updated_at: iso(v.updated_at),
 });
+
+/** The publisher's columns as provider queries select them, joined as `pub` (null when a left join found none). */
+export const PUBLISHER_COLUMNS = [
+  "pub.id as pub_id",
+  "pub.name as pub_name",
+  "pub.description as pub_description",
+  "pub.slug as pub_slug",
+  "pub.image_url as pub_image_url",
+  "pub.created_at as pub_created_at",
+  "pub.updated_at as pub_updated_at",
+] as const;
+
+interface PublisherRow {
+  pub_id: string | null;
+  pub_name: string | null;
+  pub_description: string | null;
+  pub_slug: string | null;
+  pub_image_url: string | null;
+  pub_created_at: Date | null;
+  pub_updated_at: Date | null;
+}
+
+export const toPublisher = (p: PublisherRow): Publisher | null =>
+  p.pub_id && p.pub_name && p.pub_slug && p.pub_created_at && p.pub_updated_at
+    ? {
+        object: "provider.publisher",
+        id: p.pub_id,
+        name: p.pub_name,
+        description: p.pub_description,
+        slug: p.pub_slug,
+        image_url: p.pub_image_url,
+        created_at: iso(p.pub_created_at),
+        updated_at: iso(p.pub_updated_at),
+      }
+    : null;
 
 export class ProviderService {
   constructor(private readonly db: Db) {}
@@ -34,17 +72,7 @@ export class ProviderService {
       .leftJoin("provider_listings as l", "l.provider_id", "p.id")
       .leftJoin("custom_providers as cp", "cp.provider_id", "p.id")
       .selectAll("p")
-      .select([
-        "pub.id as pub_id",
-        "pub.name as pub_name",
-        "pub.description as pub_description",
-        "pub.slug as pub_slug",
-        "pub.image_url as pub_image_url",
-        "pub.created_at as pub_created_at",
-        "pub.updated_at as pub_updated_at",
-        "l.id as listing_id",
-        "cp.id as custom_provider_id",
-      ])
+      .select([...PUBLISHER_COLUMNS, "l.id as listing_id", "cp.id as custom_provider_id"])
       .where(visibleTo(instanceId, "p.instance_id"));
   }
 
@@ -104,19 +132,7 @@ export class ProviderService {
         description: p.description,
         slug: p.slug,
         metadata: p.metadata,
-        publisher:
-          p.pub_id && p.pub_name && p.pub_slug && p.pub_created_at && p.pub_updated_at
-            ? {
-                object: "provider.publisher",
-                id: p.pub_id,
-                name: p.pub_name,
-                description: p.pub_description,
-                slug: p.pub_slug,
-                image_url: p.pub_image_url,
-                created_at: iso(p.pub_created_at),
-                updated_at: iso(p.pub_updated_at),
-              }
-            : null,
+        publisher: toPublisher(p),
         current_version: current ? toProviderVersion(current) : null,
         config_schema: current ? current.config_schema : null,
         versions: own.map(toProviderVersion),
