@@ -539,7 +539,7 @@ export type ProviderAuthMethodScope = {
 };
 
 /**
- * A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used.
+ * A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used, and listed with their provider (`GET /providers/{provider_id}`).
  */
 export type ProviderAuthMethod = {
     /**
@@ -2986,7 +2986,7 @@ export type ProviderVersionList = {
 };
 
 /**
- * A provider's entry in the catalog, as held by provider groups.
+ * A provider's entry in the catalog, as held by provider groups and listed by `GET /provider-listings`.
  */
 export type ProviderListing = {
     /**

@@ -2440,7 +2440,7 @@ export interface components {
             description: string | null;
         };
         /**
-         * @description A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used.
+         * @description A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used, and listed with their provider (`GET /providers/{provider_id}`).
          * @example {
          *       "object": "provider.auth_method",
          *       "id": "pam_01jqz7m3c8v4r2k9x5n6t0w1yg",
@@ -6258,7 +6258,7 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description A provider's entry in the catalog, as held by provider groups.
+         * @description A provider's entry in the catalog, as held by provider groups and listed by `GET /provider-listings`.
          * @example {
          *       "object": "provider.listing",
          *       "id": "plg_01jqz7m3c8v4r2k9x5n6t0w1yb",
