@@ -7,7 +7,7 @@ import { syncCustomProviderServer } from "../../custom-providers/server.ts";
 import { prepareVersion } from "../../custom-providers/source.ts";
 import { type CustomProviderRef, customProvidersToApi, refOf } from "../../custom-providers/views.ts";
 import type { Db } from "../../db/database.ts";
-import { containsPattern } from "../../lib/filters.ts";
+import { containsPattern, visibleTo } from "../../lib/filters.ts";
 import { newId } from "../../lib/ids.ts";
 import { paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
@@ -197,7 +197,7 @@ export class CustomProviderService {
       const taken = await trx
         .selectFrom("providers")
         .select("slug")
-        .where((eb) => eb.or([eb("instance_id", "is", null), eb("instance_id", "=", instanceId)]))
+        .where(visibleTo(instanceId))
         .where((eb) => eb.or([eb("slug", "=", base), eb("slug", "like", `${base}-%`)]))
         .execute();
       const slug =
