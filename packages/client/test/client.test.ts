@@ -2,6 +2,7 @@
 import {
   fakeProviderGroup,
   handleCreateProviderGroup,
+  handleGetProvider,
   handleGetProviderGroup,
   handleListProviderGroups,
 } from "@toolplane/mocks";
@@ -47,6 +48,18 @@ describe("@toolplane/client", () => {
     mock.use(handleCreateProviderGroup(undefined, { baseUrl }));
     const created = await unwrap(client.POST("/provider-groups", { body: { name: "Engineering tools" } }));
     expect(created.object).toBe("provider.group");
+  });
+
+  it("reads the catalog: a provider typed down to its auth methods and config schema", async () => {
+    mock.use(handleGetProvider(undefined, { baseUrl }));
+    const provider = await unwrap(
+      client.GET("/providers/{provider_id}", { params: { path: { provider_id: "pro_01jqz7m3c8v4r2k9x5n6t0w1yc" } } }),
+    );
+    expect(provider).toMatchObject({ object: "provider", type: "catalog", slug: "github" });
+    const method = provider.auth_methods[0];
+    expect(method?.type).toBe("token");
+    expect(method?.input_schema).toMatchObject({ required: ["token"] });
+    expect(provider.current_version?.id).toBe(provider.versions[0]?.id);
   });
 
   it("throws ToolplaneApiError carrying the documented error body", async () => {

@@ -82,30 +82,6 @@ export async function catalogServerId(ctx: SuiteContext): Promise<string> {
   return row.id;
 }
 
-/** A copy of a catalog server owned by `instanceId` (what a custom provider of that instance would create). */
-export async function seedOwnServer(ctx: SuiteContext, instanceId: string): Promise<string> {
-  const source = await ctx.db
-    .selectFrom("servers")
-    .selectAll()
-    .where("id", "=", await catalogServerId(ctx))
-    .executeTakeFirstOrThrow();
-  const id = newId("srv");
-  await ctx.db
-    .insertInto("servers")
-    .values({
-      id,
-      instance_id: instanceId,
-      // One server per provider: the copy stands alone, like a custom provider's server before its provider row.
-      provider_id: null,
-      name: `${source.name} (private copy)`,
-      description: source.description,
-      metadata: JSON.stringify(source.metadata),
-      variants: JSON.stringify(source.variants),
-    })
-    .execute();
-  return id;
-}
-
 /** The provider's auth method ids by type (from the catalog): `oauth` for auth configs, `token` for the 400. */
 export async function authMethods(
   ctx: SuiteContext,

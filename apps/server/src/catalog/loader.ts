@@ -9,7 +9,7 @@ import { parse } from "yaml";
 import type { Db } from "../db/database.ts";
 import type { AuthMethodScope, CatalogTool, JsonObject, OAuthEndpoints, Runtime } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
-import type { StoredServerVariant } from "../resources/servers/service.ts";
+import { type StoredServerVariant, storedVariants } from "../resources/servers/service.ts";
 
 /** The catalog shipped with the server (`<repo>/catalog`). */
 export const BUILTIN_CATALOG_DIR = fileURLToPath(new URL("../../../../catalog/", import.meta.url));
@@ -253,20 +253,12 @@ export async function loadCatalog(db: Db, entries: CatalogEntry[], digest?: stri
 
       const current = entry.versions.find((v) => v.version === entry.current_version);
       const onlyOAuth = entry.auth_methods.length > 0 && entry.auth_methods.every((m) => m.type === "oauth");
-      const variants: StoredServerVariant[] = current
-        ? [
-            {
-              status: "active",
-              source: serverSource(current.runtime),
-              current_version: {
-                oauth_status: onlyOAuth ? "required" : "not_required",
-                source: serverSource(current.runtime),
-                schema: current.config_schema,
-                created_at: now.toISOString(),
-              },
-            },
-          ]
-        : [];
+      const variants = storedVariants(
+        current
+          ? { source: serverSource(current.runtime), schema: current.config_schema, createdAt: now.toISOString() }
+          : null,
+        { oauthRequired: onlyOAuth },
+      );
       const serverValues = {
         name: entry.name,
         description: entry.description ?? null,

@@ -2,6 +2,7 @@ import type { Db } from "../db/database.ts";
 import type { CustomProviderError, Row } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
+import { syncCustomProviderServer } from "./server.ts";
 import { encryptPassword, type PreparedVersion } from "./source.ts";
 import { type CustomProviderRef, identifier } from "./views.ts";
 
@@ -61,7 +62,10 @@ export async function recordCommit(
   return row.id;
 }
 
-/** Moves the environment to the commit's version; in `production` that is also the provider's current version. */
+/**
+ * Moves the environment to the commit's version; in `production` that is also the provider's current version and
+ * its server's variant.
+ */
 async function applyCommit(trx: Db, ref: CustomProviderRef, commit: Row<"custom_provider_commits">): Promise<void> {
   const now = new Date();
   const env = await trx
@@ -93,6 +97,7 @@ async function applyCommit(trx: Db, ref: CustomProviderRef, commit: Row<"custom_
       .set({ current_version_id: version.provider_version_id, updated_at: now })
       .where("id", "=", ref.providerId)
       .execute();
+    await syncCustomProviderServer(trx, ref.id);
   }
   await trx
     .updateTable("custom_provider_commits")

@@ -2,6 +2,7 @@ import type { components } from "@toolplane/types";
 import type { Db } from "../db/database.ts";
 import type { Row } from "../db/schema.ts";
 import { iso, isoOrNull } from "../lib/time.ts";
+import { PUBLISHER_COLUMNS, toProviderVersion, toPublisher } from "../resources/providers/service.ts";
 
 type Environment = components["schemas"]["CustomProviderEnvironment"];
 type Version = components["schemas"]["CustomProviderVersion"];
@@ -188,13 +189,7 @@ export async function customProvidersToApi(db: Db, rows: Row<"custom_providers">
       "p.slug",
       "p.created_at",
       "p.updated_at",
-      "pub.id as pub_id",
-      "pub.name as pub_name",
-      "pub.description as pub_description",
-      "pub.slug as pub_slug",
-      "pub.image_url as pub_image_url",
-      "pub.created_at as pub_created_at",
-      "pub.updated_at as pub_updated_at",
+      ...PUBLISHER_COLUMNS,
       "v.id as v_id",
       "v.version as v_version",
       "v.status as v_status",
@@ -212,6 +207,9 @@ export async function customProvidersToApi(db: Db, rows: Row<"custom_providers">
   return rows.map((r) => {
     const p = byId.get(r.provider_id);
     if (!p) throw new Error(`provider ${r.provider_id} of ${r.id} is missing`);
+    // Custom providers always have their instance's publisher (an inner join above).
+    const publisher = toPublisher(p);
+    if (!publisher) throw new Error(`publisher of provider ${p.id} is missing`);
     return {
       object: "custom_provider",
       id: r.id,
@@ -226,26 +224,16 @@ export async function customProvidersToApi(db: Db, rows: Row<"custom_providers">
         name: p.name,
         description: p.description,
         slug: p.slug,
-        publisher: {
-          object: "provider.publisher",
-          id: p.pub_id,
-          name: p.pub_name,
-          description: p.pub_description,
-          slug: p.pub_slug,
-          image_url: p.pub_image_url,
-          created_at: iso(p.pub_created_at),
-          updated_at: iso(p.pub_updated_at),
-        },
+        publisher,
         current_version:
           p.v_id && p.v_version && p.v_status && p.v_created_at && p.v_updated_at
-            ? {
-                object: "provider.version",
+            ? toProviderVersion({
                 id: p.v_id,
                 version: p.v_version,
-                status: p.v_status as "released",
-                created_at: iso(p.v_created_at),
-                updated_at: iso(p.v_updated_at),
-              }
+                status: p.v_status,
+                created_at: p.v_created_at,
+                updated_at: p.v_updated_at,
+              })
             : null,
         created_at: iso(p.created_at),
         updated_at: iso(p.updated_at),

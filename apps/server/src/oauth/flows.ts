@@ -54,7 +54,8 @@ export interface FlowEmbeds {
   deploymentNames: Map<string, string | null>;
 }
 
-const toAuthMethod = (m: Row<"provider_auth_methods">): AuthMethod => ({
+/** The API view of an auth method row (also embedded in providers, see resources/providers). */
+export const toAuthMethod = (m: Row<"provider_auth_methods">): AuthMethod => ({
   object: "provider.auth_method",
   id: m.id,
   type: m.type,

@@ -30,12 +30,18 @@ import { providerDeploymentHandlers } from "./provider-deployments/handlers.ts";
 import { ProviderDeploymentService } from "./provider-deployments/service.ts";
 import { providerGroupHandlers } from "./provider-groups/handlers.ts";
 import { ProviderGroupService } from "./provider-groups/service.ts";
+import { providerListingHandlers } from "./provider-listings/handlers.ts";
+import { ProviderListingService } from "./provider-listings/service.ts";
 import { providerOAuthSetupHandlers } from "./provider-oauth-setups/handlers.ts";
 import { ProviderOAuthSetupService } from "./provider-oauth-setups/service.ts";
 import { providerOAuthTokenImportHandlers } from "./provider-oauth-token-imports/handlers.ts";
 import { ProviderOAuthTokenImportService } from "./provider-oauth-token-imports/service.ts";
 import { providerSetupSessionHandlers } from "./provider-setup-sessions/handlers.ts";
 import { ProviderSetupSessionService } from "./provider-setup-sessions/service.ts";
+import { providerVersionHandlers } from "./provider-versions/handlers.ts";
+import { ProviderVersionService } from "./provider-versions/service.ts";
+import { providerHandlers } from "./providers/handlers.ts";
+import { ProviderService } from "./providers/service.ts";
 import { serverHandlers } from "./servers/handlers.ts";
 import { ServerService } from "./servers/service.ts";
 import { sessionProviderHandlers } from "./session-providers/handlers.ts";
@@ -57,6 +63,7 @@ export function createHandlers({
   secrets,
 }: Pick<AppDeps, "db" | "publicUrl" | "secrets">): Handlers<RequestContext> {
   const portals = new PortalService(db, publicUrl);
+  const providers = new ProviderService(db);
   const deployments = new ProviderDeploymentService(db);
   const authConfigs = new ProviderAuthConfigService(db);
   const authConfigPath = authConfigScope(deployments, authConfigs);
@@ -79,6 +86,9 @@ export function createHandlers({
     portals: portalHandlers(portals),
     portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals)),
     servers: serverHandlers(new ServerService(db)),
+    providers: providerHandlers(providers),
+    providerVersions: providerVersionHandlers(new ProviderVersionService(db, providers)),
+    providerListings: providerListingHandlers(new ProviderListingService(db)),
     providerOAuthTokenImports: providerOAuthTokenImportHandlers(
       new ProviderOAuthTokenImportService(db, secrets, deployments),
     ),

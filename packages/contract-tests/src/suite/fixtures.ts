@@ -121,3 +121,8 @@ export const TOKENS = {
   scope: "repo",
   expires_at: "2099-01-01T00:00:00.000Z",
 };
+
+/** Tenancy in lists: a page must not hold another tenant's row (the suite stops with the reason otherwise). */
+export function expectAbsent(page: { items: { id: string }[] }, id: string, label: string) {
+  if (page.items.some((item) => item.id === id)) throw new Error(`${label}: the list shows ${id}`);
+}

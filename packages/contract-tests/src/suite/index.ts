@@ -11,9 +11,12 @@ import { providerConfigVaults } from "./provider-config-vaults.ts";
 import { providerConfigs } from "./provider-configs.ts";
 import { providerDeployments } from "./provider-deployments.ts";
 import { providerGroups } from "./provider-groups.ts";
+import { providerListings } from "./provider-listings.ts";
 import { providerOAuthSetups } from "./provider-oauth-setups.ts";
 import { providerOAuthTokenImports } from "./provider-oauth-token-imports.ts";
 import { providerSetupSessions } from "./provider-setup-sessions.ts";
+import { providerVersions } from "./provider-versions.ts";
+import { providers } from "./providers.ts";
 import { servers } from "./servers.ts";
 import { sessionProviders } from "./session-providers.ts";
 import { sessionTemplateProviders } from "./session-template-providers.ts";
@@ -24,6 +27,9 @@ import type { Suite } from "./types.ts";
 
 /** Every resource suite, run in this order. Add a resource's suite here when its issue lands. */
 export const suites: Suite[] = [
+  providers,
+  providerVersions,
+  providerListings,
   providerGroups,
   portals,
   portalConsumerAccess,

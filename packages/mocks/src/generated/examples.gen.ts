@@ -133,6 +133,15 @@ export function serverSourceStdioExample() {
     };
 }
 
+export function serverSourceContainerExample() {
+    return {
+        type: 'container',
+        container: {
+            image_ref: 'ghcr.io/acme/weather-mcp:1.2.0'
+        }
+    };
+}
+
 export function serverSourceExample() {
     return {
         type: 'remote',
@@ -296,6 +305,18 @@ export function serverExample() {
         metadata: {},
         created_at: '2026-11-23T09:30:00.000Z',
         updated_at: '2026-11-23T09:30:00.000Z'
+    };
+}
+
+export function serverListExample() {
+    return {
+        items: [],
+        pagination: {
+            has_more_before: false,
+            has_more_after: false,
+            next_cursor: null,
+            previous_cursor: null
+        }
     };
 }
 
@@ -2102,6 +2123,145 @@ export function providerAuthImportSchemaExample() {
     };
 }
 
+export function providerTypeExample() {
+    return 'catalog';
+}
+
+export function providerExample() {
+    return {
+        object: 'provider',
+        id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+        type: 'catalog',
+        name: 'GitHub',
+        description: 'Repositories, issues, pull requests and code search through GitHub\'s hosted MCP server.',
+        slug: 'github',
+        metadata: {
+            homepage: 'https://github.com/github/github-mcp-server'
+        },
+        publisher: {
+            object: 'provider.publisher',
+            id: 'pub_01jqz7m3c8v4r2k9x5n6t0w1yf',
+            name: 'GitHub',
+            description: 'GitHub, Inc.',
+            slug: 'github',
+            image_url: 'https://github.githubassets.com/favicons/favicon.png',
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        },
+        current_version: {
+            object: 'provider.version',
+            id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+            version: '1.0.0',
+            status: 'released',
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        },
+        config_schema: {
+            type: 'object',
+            properties: {
+                toolsets: {
+                    type: 'string'
+                }
+            },
+            additionalProperties: false
+        },
+        versions: [
+            {
+                object: 'provider.version',
+                id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                version: '1.0.0',
+                status: 'released',
+                created_at: '2026-11-23T09:30:00.000Z',
+                updated_at: '2026-11-23T09:30:00.000Z'
+            }
+        ],
+        auth_methods: [
+            {
+                object: 'provider.auth_method',
+                id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yg',
+                type: 'token',
+                name: 'Personal access token',
+                description: 'A personal access token, sent as a bearer token.',
+                input_schema: {
+                    type: 'object',
+                    properties: {
+                        token: {
+                            type: 'string'
+                        }
+                    },
+                    required: [
+                        'token'
+                    ],
+                    additionalProperties: false
+                },
+                scopes: [],
+                provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                provider_specification_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                created_at: '2026-11-23T09:30:00.000Z',
+                updated_at: '2026-11-23T09:30:00.000Z'
+            }
+        ],
+        provider_listing_id: 'plg_01jqz7m3c8v4r2k9x5n6t0w1yb',
+        custom_provider_id: null,
+        created_at: '2026-11-23T09:30:00.000Z',
+        updated_at: '2026-11-23T09:30:00.000Z'
+    };
+}
+
+export function providerListExample() {
+    return {
+        items: [],
+        pagination: {
+            has_more_before: false,
+            has_more_after: false,
+            next_cursor: null,
+            previous_cursor: null
+        }
+    };
+}
+
+export function providerToolExample() {
+    return {
+        name: 'echo',
+        description: 'Echoes back the input string.'
+    };
+}
+
+export function providerVersionDetailExample() {
+    return {
+        object: 'provider.version',
+        id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+        version: '2026.8.31',
+        status: 'released',
+        provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+        config_schema: {
+            type: 'object',
+            properties: {},
+            additionalProperties: false
+        },
+        tools: [
+            {
+                name: 'echo',
+                description: 'Echoes back the input string.'
+            }
+        ],
+        created_at: '2026-11-23T09:30:00.000Z',
+        updated_at: '2026-11-23T09:30:00.000Z'
+    };
+}
+
+export function providerVersionListExample() {
+    return {
+        items: [],
+        pagination: {
+            has_more_before: false,
+            has_more_after: false,
+            next_cursor: null,
+            previous_cursor: null
+        }
+    };
+}
+
 export function providerListingExample() {
     return {
         object: 'provider.listing',
@@ -2110,6 +2270,18 @@ export function providerListingExample() {
         name: 'Everything',
         description: 'The MCP reference server that exercises every protocol feature.',
         slug: 'everything'
+    };
+}
+
+export function providerListingListExample() {
+    return {
+        items: [],
+        pagination: {
+            has_more_before: false,
+            has_more_after: false,
+            next_cursor: null,
+            previous_cursor: null
+        }
     };
 }
 

@@ -3,7 +3,7 @@
 
 import { http, type HttpHandler, HttpResponse, type HttpResponseResolver, type RequestHandlerOptions as RequestHandlerOptions2 } from 'msw';
 
-import type { AddProviderGroupListingData, AddProviderGroupListingResponses, ClientOptions, CreateCustomProviderCommitData, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionProviderData, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateProviderData, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallResponses, DeletePortalConsumerAccessResponses, DeletePortalResponses, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigResponses, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionResponses, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderResponses, GetCustomProviderCommitResponses, GetCustomProviderResponses, GetCustomProviderVersionResponses, GetPortalConsumerAccessResponses, GetPortalResponses, GetProviderAuthConfigResponses, GetProviderAuthCredentialsResponses, GetProviderAuthExportResponses, GetProviderAuthImportResponses, GetProviderAuthImportSchemaResponses, GetProviderConfigResponses, GetProviderConfigSchemaResponses, GetProviderConfigVaultResponses, GetProviderDeploymentResponses, GetProviderGroupResponses, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportResponses, GetProviderSetupSessionResponses, GetServerResponses, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallResponses, GetToolCallResponses, ListCustomProviderCommitsResponses, ListCustomProvidersResponses, ListCustomProviderVersionsResponses, ListPortalConsumerAccessResponses, ListPortalsResponses, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsResponses, ListProviderAuthExportsResponses, ListProviderAuthImportsResponses, ListProviderConfigsResponses, ListProviderConfigVaultsResponses, ListProviderDeploymentsResponses, ListProviderGroupsResponses, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsResponses, ListProviderSetupSessionsResponses, ListSessionProvidersResponses, ListSessionsResponses, ListSessionTemplateProvidersResponses, ListSessionTemplatesResponses, ListSessionToolCallsResponses, ListToolCallsResponses, RemoveProviderGroupListingResponses, UpdateCustomProviderData, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionProviderData, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from './types.gen';
+import type { AddProviderGroupListingData, AddProviderGroupListingResponses, ClientOptions, CreateCustomProviderCommitData, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionProviderData, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateProviderData, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallResponses, DeletePortalConsumerAccessResponses, DeletePortalResponses, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigResponses, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionResponses, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderResponses, GetCustomProviderCommitResponses, GetCustomProviderResponses, GetCustomProviderVersionResponses, GetPortalConsumerAccessResponses, GetPortalResponses, GetProviderAuthConfigResponses, GetProviderAuthCredentialsResponses, GetProviderAuthExportResponses, GetProviderAuthImportResponses, GetProviderAuthImportSchemaResponses, GetProviderConfigResponses, GetProviderConfigSchemaResponses, GetProviderConfigVaultResponses, GetProviderDeploymentResponses, GetProviderGroupResponses, GetProviderListingResponses, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionResponses, GetProviderVersionResponses, GetServerResponses, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallResponses, GetToolCallResponses, ListCustomProviderCommitsResponses, ListCustomProvidersResponses, ListCustomProviderVersionsResponses, ListPortalConsumerAccessResponses, ListPortalsResponses, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsResponses, ListProviderAuthExportsResponses, ListProviderAuthImportsResponses, ListProviderConfigsResponses, ListProviderConfigVaultsResponses, ListProviderDeploymentsResponses, ListProviderGroupsResponses, ListProviderListingsResponses, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsResponses, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsResponses, ListServersResponses, ListSessionProvidersResponses, ListSessionsResponses, ListSessionTemplateProvidersResponses, ListSessionTemplatesResponses, ListSessionToolCallsResponses, ListToolCallsResponses, RemoveProviderGroupListingResponses, UpdateCustomProviderData, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionProviderData, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from './types.gen';
 
 export type RequestHandlerOptions = RequestHandlerOptions2 & {
     baseUrl?: ClientOptions['baseUrl'];
@@ -139,6 +139,31 @@ export function handleUpdateProviderOAuthTokenImport(response?: HandleUpdateProv
             created_at: '2026-11-23T09:30:00.000Z',
             expires_at: '2026-11-23T17:30:00.000Z'
         };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleListServersResponse = {
+    body: ListServersResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /servers` operation.
+ */
+export function handleListServers(response?: HandleListServersResponse | HttpResponseResolver<never, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<never, never>(`${options?.baseUrl ?? '*'}/servers`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? { items: [], pagination: {
+                has_more_before: false,
+                has_more_after: false,
+                next_cursor: null,
+                previous_cursor: null
+            } };
         if (body !== undefined) {
             return HttpResponse.json(body, { status: response?.status ?? 200 });
         }
@@ -3676,6 +3701,241 @@ export function handleGetProviderAuthImportSchema(response?: HandleGetProviderAu
     }, options);
 }
 
+export type HandleListProvidersResponse = {
+    body: ListProvidersResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /providers` operation.
+ */
+export function handleListProviders(response?: HandleListProvidersResponse | HttpResponseResolver<never, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<never, never>(`${options?.baseUrl ?? '*'}/providers`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? { items: [], pagination: {
+                has_more_before: false,
+                has_more_after: false,
+                next_cursor: null,
+                previous_cursor: null
+            } };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleGetProviderResponse = {
+    body: GetProviderResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /providers/{provider_id}` operation.
+ */
+export function handleGetProvider(response?: HandleGetProviderResponse | HttpResponseResolver<{
+    provider_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        provider_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/providers/:provider_id`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'provider',
+            id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+            type: 'catalog',
+            name: 'GitHub',
+            description: 'Repositories, issues, pull requests and code search through GitHub\'s hosted MCP server.',
+            slug: 'github',
+            metadata: { homepage: 'https://github.com/github/github-mcp-server' },
+            publisher: {
+                object: 'provider.publisher',
+                id: 'pub_01jqz7m3c8v4r2k9x5n6t0w1yf',
+                name: 'GitHub',
+                description: 'GitHub, Inc.',
+                slug: 'github',
+                image_url: 'https://github.githubassets.com/favicons/favicon.png',
+                created_at: '2026-11-23T09:30:00.000Z',
+                updated_at: '2026-11-23T09:30:00.000Z'
+            },
+            current_version: {
+                object: 'provider.version',
+                id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                version: '1.0.0',
+                status: 'released',
+                created_at: '2026-11-23T09:30:00.000Z',
+                updated_at: '2026-11-23T09:30:00.000Z'
+            },
+            config_schema: {
+                type: 'object',
+                properties: { toolsets: { type: 'string' } },
+                additionalProperties: false
+            },
+            versions: [{
+                    object: 'provider.version',
+                    id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                    version: '1.0.0',
+                    status: 'released',
+                    created_at: '2026-11-23T09:30:00.000Z',
+                    updated_at: '2026-11-23T09:30:00.000Z'
+                }],
+            auth_methods: [{
+                    object: 'provider.auth_method',
+                    id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yg',
+                    type: 'token',
+                    name: 'Personal access token',
+                    description: 'A personal access token, sent as a bearer token.',
+                    input_schema: {
+                        type: 'object',
+                        properties: { token: { type: 'string' } },
+                        required: ['token'],
+                        additionalProperties: false
+                    },
+                    scopes: [],
+                    provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+                    provider_specification_id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+                    created_at: '2026-11-23T09:30:00.000Z',
+                    updated_at: '2026-11-23T09:30:00.000Z'
+                }],
+            provider_listing_id: 'plg_01jqz7m3c8v4r2k9x5n6t0w1yb',
+            custom_provider_id: null,
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleListProviderVersionsResponse = {
+    body: ListProviderVersionsResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /providers/{provider_id}/versions` operation.
+ */
+export function handleListProviderVersions(response?: HandleListProviderVersionsResponse | HttpResponseResolver<{
+    provider_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        provider_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/providers/:provider_id/versions`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? { items: [], pagination: {
+                has_more_before: false,
+                has_more_after: false,
+                next_cursor: null,
+                previous_cursor: null
+            } };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleGetProviderVersionResponse = {
+    body: GetProviderVersionResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /providers/{provider_id}/versions/{provider_version_id}` operation.
+ */
+export function handleGetProviderVersion(response?: HandleGetProviderVersionResponse | HttpResponseResolver<{
+    provider_id: string;
+    provider_version_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        provider_id: string;
+        provider_version_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/providers/:provider_id/versions/:provider_version_id`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'provider.version',
+            id: 'prv_01jqz7m3c8v4r2k9x5n6t0w1ye',
+            version: '2026.8.31',
+            status: 'released',
+            provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+            config_schema: {
+                type: 'object',
+                properties: {},
+                additionalProperties: false
+            },
+            tools: [{ name: 'echo', description: 'Echoes back the input string.' }],
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleListProviderListingsResponse = {
+    body: ListProviderListingsResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /provider-listings` operation.
+ */
+export function handleListProviderListings(response?: HandleListProviderListingsResponse | HttpResponseResolver<never, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<never, never>(`${options?.baseUrl ?? '*'}/provider-listings`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? { items: [], pagination: {
+                has_more_before: false,
+                has_more_after: false,
+                next_cursor: null,
+                previous_cursor: null
+            } };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleGetProviderListingResponse = {
+    body: GetProviderListingResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /provider-listings/{provider_listing_id}` operation.
+ */
+export function handleGetProviderListing(response?: HandleGetProviderListingResponse | HttpResponseResolver<{
+    provider_listing_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        provider_listing_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/provider-listings/:provider_listing_id`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'provider.listing',
+            id: 'plg_01jqz7m3c8v4r2k9x5n6t0w1yb',
+            provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
+            name: 'Everything',
+            description: 'The MCP reference server that exercises every protocol feature.',
+            slug: 'everything'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
 export type HandleListProviderGroupsResponse = {
     body: ListProviderGroupsResponses[200];
     status?: 200;
@@ -4215,6 +4475,10 @@ export type MswHandlerFactories = {
      */
     updateProviderOAuthTokenImport: typeof handleUpdateProviderOAuthTokenImport;
     /**
+     * Handler for the `GET /servers` operation.
+     */
+    listServers: typeof handleListServers;
+    /**
      * Handler for the `GET /servers/{server_id}` operation.
      */
     getServer: typeof handleGetServer;
@@ -4523,6 +4787,30 @@ export type MswHandlerFactories = {
      */
     getProviderAuthImportSchema: typeof handleGetProviderAuthImportSchema;
     /**
+     * Handler for the `GET /providers` operation.
+     */
+    listProviders: typeof handleListProviders;
+    /**
+     * Handler for the `GET /providers/{provider_id}` operation.
+     */
+    getProvider: typeof handleGetProvider;
+    /**
+     * Handler for the `GET /providers/{provider_id}/versions` operation.
+     */
+    listProviderVersions: typeof handleListProviderVersions;
+    /**
+     * Handler for the `GET /providers/{provider_id}/versions/{provider_version_id}` operation.
+     */
+    getProviderVersion: typeof handleGetProviderVersion;
+    /**
+     * Handler for the `GET /provider-listings` operation.
+     */
+    listProviderListings: typeof handleListProviderListings;
+    /**
+     * Handler for the `GET /provider-listings/{provider_listing_id}` operation.
+     */
+    getProviderListing: typeof handleGetProviderListing;
+    /**
      * Handler for the `GET /provider-groups` operation.
      */
     listProviderGroups: typeof handleListProviderGroups;
@@ -4603,6 +4891,7 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
         createProviderOAuthTokenImport: wrap(handleCreateProviderOAuthTokenImport),
         getProviderOAuthTokenImport: wrap(handleGetProviderOAuthTokenImport),
         updateProviderOAuthTokenImport: wrap(handleUpdateProviderOAuthTokenImport),
+        listServers: wrap(handleListServers),
         getServer: wrap(handleGetServer),
         listProviderOAuthSetups: wrap(handleListProviderOAuthSetups),
         createProviderOAuthSetup: wrap(handleCreateProviderOAuthSetup),
@@ -4680,6 +4969,12 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
         createProviderAuthImport: wrap(handleCreateProviderAuthImport),
         getProviderAuthImport: wrap(handleGetProviderAuthImport),
         getProviderAuthImportSchema: wrap(handleGetProviderAuthImportSchema),
+        listProviders: wrap(handleListProviders),
+        getProvider: wrap(handleGetProvider),
+        listProviderVersions: wrap(handleListProviderVersions),
+        getProviderVersion: wrap(handleGetProviderVersion),
+        listProviderListings: wrap(handleListProviderListings),
+        getProviderListing: wrap(handleGetProviderListing),
         listProviderGroups: wrap(handleListProviderGroups),
         createProviderGroup: wrap(handleCreateProviderGroup),
         getProviderGroup: wrap(handleGetProviderGroup),
@@ -4739,6 +5034,7 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
             invoke(pick.deleteProviderAuthConfig, overrides.deleteProviderAuthConfig),
             invoke(pick.getProviderAuthConfig, overrides.getProviderAuthConfig),
             invoke(pick.updateProviderAuthConfig, overrides.updateProviderAuthConfig),
+            invoke(pick.getProviderVersion, overrides.getProviderVersion),
             invoke(pick.removeProviderGroupListing, overrides.removeProviderGroupListing),
             invoke(pick.deletePortalConsumerAccess, overrides.deletePortalConsumerAccess),
             invoke(pick.getPortalConsumerAccess, overrides.getPortalConsumerAccess),
@@ -4767,6 +5063,7 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
             invoke(pick.createProviderSetupSession, overrides.createProviderSetupSession),
             invoke(pick.listProviderAuthConfigs, overrides.listProviderAuthConfigs),
             invoke(pick.createProviderAuthConfig, overrides.createProviderAuthConfig),
+            invoke(pick.listProviderVersions, overrides.listProviderVersions),
             invoke(pick.addProviderGroupListing, overrides.addProviderGroupListing),
             invoke(pick.listPortalConsumerAccess, overrides.listPortalConsumerAccess),
             invoke(pick.createPortalConsumerAccess, overrides.createPortalConsumerAccess),
@@ -4784,11 +5081,14 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
             invoke(pick.deleteProviderDeployment, overrides.deleteProviderDeployment),
             invoke(pick.getProviderDeployment, overrides.getProviderDeployment),
             invoke(pick.updateProviderDeployment, overrides.updateProviderDeployment),
+            invoke(pick.getProvider, overrides.getProvider),
+            invoke(pick.getProviderListing, overrides.getProviderListing),
             invoke(pick.getProviderGroup, overrides.getProviderGroup),
             invoke(pick.updateProviderGroup, overrides.updateProviderGroup),
             invoke(pick.deletePortal, overrides.deletePortal),
             invoke(pick.getPortal, overrides.getPortal),
             invoke(pick.updatePortal, overrides.updatePortal),
+            invoke(pick.listServers, overrides.listServers),
             invoke(pick.listToolCalls, overrides.listToolCalls),
             invoke(pick.listCustomProviders, overrides.listCustomProviders),
             invoke(pick.createCustomProvider, overrides.createCustomProvider),
@@ -4798,6 +5098,8 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
             invoke(pick.createSessionTemplate, overrides.createSessionTemplate),
             invoke(pick.listProviderDeployments, overrides.listProviderDeployments),
             invoke(pick.createProviderDeployment, overrides.createProviderDeployment),
+            invoke(pick.listProviders, overrides.listProviders),
+            invoke(pick.listProviderListings, overrides.listProviderListings),
             invoke(pick.listProviderGroups, overrides.listProviderGroups),
             invoke(pick.createProviderGroup, overrides.createProviderGroup),
             invoke(pick.listPortals, overrides.listPortals),

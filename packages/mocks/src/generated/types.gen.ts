@@ -297,13 +297,34 @@ export type ServerSourceStdio = {
 };
 
 /**
- * How the MCP server is reached: an object with `type` and an object keyed by that type's name — `remote` (an HTTP URL and its MCP transport) or `stdio` (a local command spoken to over stdio).
+ * The MCP server runs from an OCI image (a `container` custom provider), started by this server's container engine and reached over Streamable HTTP. Registry credentials are never shown.
+ */
+export type ServerSourceContainer = {
+    /**
+     * Always `container`.
+     */
+    type: 'container';
+    /**
+     * The image the server runs.
+     */
+    container: {
+        /**
+         * The image reference, as the custom provider's version names it.
+         */
+        image_ref: string;
+    };
+};
+
+/**
+ * How the MCP server is reached: an object with `type` and an object keyed by that type's name — `remote` (an HTTP URL and its MCP transport), `stdio` (a local command spoken to over stdio; a `function` custom provider shows `node` and its entrypoint file) or `container` (an OCI image of a `container` custom provider).
  */
 export type ServerSource = ({
     type: 'remote';
 } & ServerSourceRemote) | ({
     type: 'stdio';
-} & ServerSourceStdio);
+} & ServerSourceStdio) | ({
+    type: 'container';
+} & ServerSourceContainer);
 
 /**
  * A JSON Schema (draft 2020-12) document.
@@ -353,7 +374,7 @@ export type ServerVariant = {
 };
 
 /**
- * The catalog's read-only view of a deployable MCP server: its variants (ways of running it) and each variant's current version. Servers come from the catalog files and from custom providers.
+ * The catalog's read-only view of a deployable MCP server: its variants (ways of running it) and each variant's current version. Servers come from the catalog files (one per catalog provider, visible to every instance) and from custom providers (one per custom provider, visible to its instance only: named like it, `archived` with it, and with one variant once a version is in its `production` environment).
  */
 export type Server = {
     /**
@@ -396,6 +417,17 @@ export type Server = {
     };
     created_at: Timestamp;
     updated_at: Timestamp;
+};
+
+/**
+ * A page of servers.
+ */
+export type ServerList = {
+    /**
+     * The servers on this page.
+     */
+    items: Array<Server>;
+    pagination: Pagination;
 };
 
 /**
@@ -507,7 +539,7 @@ export type ProviderAuthMethodScope = {
 };
 
 /**
- * A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used.
+ * A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used, and listed with their provider (`GET /providers/{provider_id}`).
  */
 export type ProviderAuthMethod = {
     /**
@@ -2814,7 +2846,147 @@ export type ProviderAuthImportSchema = {
 };
 
 /**
- * A provider's entry in the catalog, as held by provider groups.
+ * Where a provider comes from: `catalog` (the catalog files this server loads at start, visible to every instance) or `custom` (a custom provider of the calling instance, visible to it alone).
+ */
+export type ProviderType = 'catalog' | 'custom';
+
+/**
+ * A provider (`provider`): an MCP server offered by the catalog or by one of the instance's custom providers, with everything needed to deploy and authenticate to it — its versions, its auth methods (with their scopes and input schemas) and the config schema of its current version.
+ */
+export type Provider = {
+    /**
+     * Always `provider`.
+     */
+    object: 'provider';
+    /**
+     * Unique identifier, prefixed `pro_`.
+     */
+    id: string;
+    type: ProviderType;
+    /**
+     * Display name.
+     */
+    name: string;
+    /**
+     * Description, or null.
+     */
+    description: string | null;
+    /**
+     * URL-friendly identifier, unique among the providers the instance sees.
+     */
+    slug: string;
+    /**
+     * Free-form key-value pairs from the catalog entry (for example `homepage`); an empty object when it has none.
+     */
+    metadata: {
+        [key: string]: unknown;
+    };
+    /**
+     * Who publishes the provider (custom providers are published by their instance), or null when unknown.
+     */
+    publisher: ProviderPublisher | null;
+    /**
+     * The version that deployments not pinned to a version run, or null when the provider has none (a custom provider whose `production` environment holds no version yet).
+     */
+    current_version: ProviderVersion | null;
+    /**
+     * The JSON Schema (draft 2020-12) of the current version's configuration: what `config.data` of a config created for an unpinned deployment must satisfy. Null when there is no current version; a pinned deployment's schema is its version's (`GET /providers/{id}/versions/{version_id}`).
+     */
+    config_schema: JsonSchemaObject | null;
+    /**
+     * Every version of the provider, oldest first.
+     */
+    versions: Array<ProviderVersion>;
+    /**
+     * The ways to authenticate to the provider, in the order they were declared; empty when it needs no authentication. Use an auth method's id as `provider_auth_method_id` of an auth config or `providerAuthMethodId` of a setup session.
+     */
+    auth_methods: Array<ProviderAuthMethod>;
+    /**
+     * The provider's catalog listing (`plg_…`), which provider groups hold, or null when it is not listed.
+     */
+    provider_listing_id: string | null;
+    /**
+     * For `custom` providers, the custom provider (`cpr_…`) that created it; null for `catalog` providers.
+     */
+    custom_provider_id: string | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+};
+
+/**
+ * A page of providers.
+ */
+export type ProviderList = {
+    /**
+     * The providers on this page.
+     */
+    items: Array<Provider>;
+    pagination: Pagination;
+};
+
+/**
+ * A tool a provider version offers, as the catalog declares it or as a custom provider's deployment discovered it (`tools/list`). The tools a session sees come from the running server and may differ.
+ */
+export type ProviderTool = {
+    /**
+     * The tool's name as the MCP server reports it.
+     */
+    name: string;
+    /**
+     * What the tool does, or null.
+     */
+    description: string | null;
+};
+
+/**
+ * A provider version as the provider versions endpoints return it: the fields of the embedded `provider.version` plus the provider it belongs to, its config schema (what a deployment's config data must satisfy) and the tools it offers.
+ */
+export type ProviderVersionDetail = {
+    /**
+     * Always `provider.version`.
+     */
+    object: 'provider.version';
+    /**
+     * The version's id (`prv_…`).
+     */
+    id: string;
+    /**
+     * The version label, for example a semantic version (`v1`, `v2`, … for custom providers).
+     */
+    version: string;
+    /**
+     * `released` versions can be deployed; `deprecated` ones still run but are no longer current; `pending` and `failed` belong to custom provider versions that are deploying or failed to deploy.
+     */
+    status: 'released' | 'deprecated' | 'pending' | 'failed';
+    /**
+     * The provider this version belongs to (`pro_…`).
+     */
+    provider_id: string;
+    /**
+     * The JSON Schema (draft 2020-12) that config data of a deployment running this version must satisfy; `{"type": "object", "properties": {}, "additionalProperties": false}` when it takes none.
+     */
+    config_schema: JsonSchemaObject;
+    /**
+     * The tools this version offers, in the order they were declared or discovered.
+     */
+    tools: Array<ProviderTool>;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+};
+
+/**
+ * A page of a provider's versions.
+ */
+export type ProviderVersionList = {
+    /**
+     * The provider versions on this page.
+     */
+    items: Array<ProviderVersionDetail>;
+    pagination: Pagination;
+};
+
+/**
+ * A provider's entry in the catalog, as held by provider groups and listed by `GET /provider-listings`.
  */
 export type ProviderListing = {
     /**
@@ -2841,6 +3013,17 @@ export type ProviderListing = {
      * URL-friendly identifier of the listed provider.
      */
     slug: string;
+};
+
+/**
+ * A page of provider listings.
+ */
+export type ProviderListingList = {
+    /**
+     * The provider listings on this page.
+     */
+    items: Array<ProviderListing>;
+    pagination: Pagination;
 };
 
 /**
@@ -3575,6 +3758,64 @@ export type UpdateProviderOAuthTokenImportResponses = {
 };
 
 export type UpdateProviderOAuthTokenImportResponse = UpdateProviderOAuthTokenImportResponses[keyof UpdateProviderOAuthTokenImportResponses];
+
+export type ListServersData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page size.
+         */
+        limit?: number;
+        /**
+         * An item id.
+         */
+        after?: string;
+        /**
+         * An item id.
+         */
+        before?: string;
+        /**
+         * An opaque cursor.
+         */
+        cursor?: string;
+        /**
+         * Sort order.
+         */
+        order?: 'asc' | 'desc';
+    };
+    url: '/servers';
+};
+
+export type ListServersErrors = {
+    /**
+     * The request is malformed or fails validation (`invalid_data` with `errors`, or `bad_request`).
+     */
+    400: Error;
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+};
+
+export type ListServersError = ListServersErrors[keyof ListServersErrors];
+
+export type ListServersResponses = {
+    /**
+     * A page of servers.
+     */
+    200: ServerList;
+};
+
+export type ListServersResponse = ListServersResponses[keyof ListServersResponses];
 
 export type GetServerData = {
     body?: never;
@@ -7895,6 +8136,335 @@ export type GetProviderAuthImportSchemaResponses = {
 };
 
 export type GetProviderAuthImportSchemaResponse = GetProviderAuthImportSchemaResponses[keyof GetProviderAuthImportSchemaResponses];
+
+export type ListProvidersData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page size.
+         */
+        limit?: number;
+        /**
+         * An item id.
+         */
+        after?: string;
+        /**
+         * An item id.
+         */
+        before?: string;
+        /**
+         * An opaque cursor.
+         */
+        cursor?: string;
+        /**
+         * Sort order.
+         */
+        order?: 'asc' | 'desc';
+        /**
+         * Text to look for.
+         */
+        search?: string;
+        /**
+         * Provider ids.
+         */
+        id?: Array<string>;
+        /**
+         * Publisher ids or slugs.
+         */
+        publisher?: Array<string>;
+        /**
+         * Types to match.
+         */
+        type?: Array<ProviderType>;
+    };
+    url: '/providers';
+};
+
+export type ListProvidersErrors = {
+    /**
+     * The request is malformed or fails validation (`invalid_data` with `errors`, or `bad_request`).
+     */
+    400: Error;
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+};
+
+export type ListProvidersError = ListProvidersErrors[keyof ListProvidersErrors];
+
+export type ListProvidersResponses = {
+    /**
+     * A page of providers.
+     */
+    200: ProviderList;
+};
+
+export type ListProvidersResponse = ListProvidersResponses[keyof ListProvidersResponses];
+
+export type GetProviderData = {
+    body?: never;
+    path: {
+        /**
+         * A provider id.
+         */
+        provider_id: string;
+    };
+    query?: never;
+    url: '/providers/{provider_id}';
+};
+
+export type GetProviderErrors = {
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+};
+
+export type GetProviderError = GetProviderErrors[keyof GetProviderErrors];
+
+export type GetProviderResponses = {
+    /**
+     * The provider.
+     */
+    200: Provider;
+};
+
+export type GetProviderResponse = GetProviderResponses[keyof GetProviderResponses];
+
+export type ListProviderVersionsData = {
+    body?: never;
+    path: {
+        /**
+         * A provider id.
+         */
+        provider_id: string;
+    };
+    query?: {
+        /**
+         * Page size.
+         */
+        limit?: number;
+        /**
+         * An item id.
+         */
+        after?: string;
+        /**
+         * An item id.
+         */
+        before?: string;
+        /**
+         * An opaque cursor.
+         */
+        cursor?: string;
+        /**
+         * Sort order.
+         */
+        order?: 'asc' | 'desc';
+    };
+    url: '/providers/{provider_id}/versions';
+};
+
+export type ListProviderVersionsErrors = {
+    /**
+     * The request is malformed or fails validation (`invalid_data` with `errors`, or `bad_request`).
+     */
+    400: Error;
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+};
+
+export type ListProviderVersionsError = ListProviderVersionsErrors[keyof ListProviderVersionsErrors];
+
+export type ListProviderVersionsResponses = {
+    /**
+     * A page of provider versions.
+     */
+    200: ProviderVersionList;
+};
+
+export type ListProviderVersionsResponse = ListProviderVersionsResponses[keyof ListProviderVersionsResponses];
+
+export type GetProviderVersionData = {
+    body?: never;
+    path: {
+        /**
+         * A provider id.
+         */
+        provider_id: string;
+        /**
+         * A provider version id.
+         */
+        provider_version_id: string;
+    };
+    query?: never;
+    url: '/providers/{provider_id}/versions/{provider_version_id}';
+};
+
+export type GetProviderVersionErrors = {
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+};
+
+export type GetProviderVersionError = GetProviderVersionErrors[keyof GetProviderVersionErrors];
+
+export type GetProviderVersionResponses = {
+    /**
+     * The provider version.
+     */
+    200: ProviderVersionDetail;
+};
+
+export type GetProviderVersionResponse = GetProviderVersionResponses[keyof GetProviderVersionResponses];
+
+export type ListProviderListingsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page size.
+         */
+        limit?: number;
+        /**
+         * An item id.
+         */
+        after?: string;
+        /**
+         * An item id.
+         */
+        before?: string;
+        /**
+         * An opaque cursor.
+         */
+        cursor?: string;
+        /**
+         * Sort order.
+         */
+        order?: 'asc' | 'desc';
+    };
+    url: '/provider-listings';
+};
+
+export type ListProviderListingsErrors = {
+    /**
+     * The request is malformed or fails validation (`invalid_data` with `errors`, or `bad_request`).
+     */
+    400: Error;
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+};
+
+export type ListProviderListingsError = ListProviderListingsErrors[keyof ListProviderListingsErrors];
+
+export type ListProviderListingsResponses = {
+    /**
+     * A page of provider listings.
+     */
+    200: ProviderListingList;
+};
+
+export type ListProviderListingsResponse = ListProviderListingsResponses[keyof ListProviderListingsResponses];
+
+export type GetProviderListingData = {
+    body?: never;
+    path: {
+        /**
+         * A provider listing id.
+         */
+        provider_listing_id: string;
+    };
+    query?: never;
+    url: '/provider-listings/{provider_listing_id}';
+};
+
+export type GetProviderListingErrors = {
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+};
+
+export type GetProviderListingError = GetProviderListingErrors[keyof GetProviderListingErrors];
+
+export type GetProviderListingResponses = {
+    /**
+     * The provider listing.
+     */
+    200: ProviderListing;
+};
+
+export type GetProviderListingResponse = GetProviderListingResponses[keyof GetProviderListingResponses];
 
 export type ListProviderGroupsData = {
     body?: never;

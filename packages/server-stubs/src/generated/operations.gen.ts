@@ -9,6 +9,7 @@ export const operationTable = [
   { operationId: "createProviderOAuthTokenImport", method: "post", path: "/provider-oauth/token-imports", tag: "Provider OAuth token imports", group: "providerOAuthTokenImports", successStatus: 201 },
   { operationId: "getProviderOAuthTokenImport", method: "get", path: "/provider-oauth/token-imports/{take_in_id}", tag: "Provider OAuth token imports", group: "providerOAuthTokenImports", successStatus: 200 },
   { operationId: "updateProviderOAuthTokenImport", method: "patch", path: "/provider-oauth/token-imports/{take_in_id}", tag: "Provider OAuth token imports", group: "providerOAuthTokenImports", successStatus: 200 },
+  { operationId: "listServers", method: "get", path: "/servers", tag: "Servers", group: "servers", successStatus: 200 },
   { operationId: "getServer", method: "get", path: "/servers/{server_id}", tag: "Servers", group: "servers", successStatus: 200 },
   { operationId: "listProviderOAuthSetups", method: "get", path: "/provider-deployments/{provider_deployment_id}/oauth-setups", tag: "Provider OAuth setups", group: "providerOAuthSetups", successStatus: 200 },
   { operationId: "createProviderOAuthSetup", method: "post", path: "/provider-deployments/{provider_deployment_id}/oauth-setups", tag: "Provider OAuth setups", group: "providerOAuthSetups", successStatus: 201 },
@@ -86,6 +87,12 @@ export const operationTable = [
   { operationId: "createProviderAuthImport", method: "post", path: "/provider-deployments/{provider_deployment_id}/auth-configs/{provider_auth_config_id}/imports", tag: "Provider auth imports", group: "providerAuthImports", successStatus: 201 },
   { operationId: "getProviderAuthImport", method: "get", path: "/provider-deployments/{provider_deployment_id}/auth-configs/{provider_auth_config_id}/imports/{provider_auth_import_id}", tag: "Provider auth imports", group: "providerAuthImports", successStatus: 200 },
   { operationId: "getProviderAuthImportSchema", method: "get", path: "/provider-deployments/{provider_deployment_id}/auth-configs/{provider_auth_config_id}/imports/schema", tag: "Provider auth imports", group: "providerAuthImports", successStatus: 200 },
+  { operationId: "listProviders", method: "get", path: "/providers", tag: "Providers", group: "providers", successStatus: 200 },
+  { operationId: "getProvider", method: "get", path: "/providers/{provider_id}", tag: "Providers", group: "providers", successStatus: 200 },
+  { operationId: "listProviderVersions", method: "get", path: "/providers/{provider_id}/versions", tag: "Provider versions", group: "providerVersions", successStatus: 200 },
+  { operationId: "getProviderVersion", method: "get", path: "/providers/{provider_id}/versions/{provider_version_id}", tag: "Provider versions", group: "providerVersions", successStatus: 200 },
+  { operationId: "listProviderListings", method: "get", path: "/provider-listings", tag: "Provider listings", group: "providerListings", successStatus: 200 },
+  { operationId: "getProviderListing", method: "get", path: "/provider-listings/{provider_listing_id}", tag: "Provider listings", group: "providerListings", successStatus: 200 },
   { operationId: "listProviderGroups", method: "get", path: "/provider-groups", tag: "Provider groups", group: "providerGroups", successStatus: 200 },
   { operationId: "createProviderGroup", method: "post", path: "/provider-groups", tag: "Provider groups", group: "providerGroups", successStatus: 201 },
   { operationId: "getProviderGroup", method: "get", path: "/provider-groups/{provider_group_id}", tag: "Provider groups", group: "providerGroups", successStatus: 200 },
@@ -117,6 +124,8 @@ export interface ProviderOAuthTokenImportsHandlers<Ctx> {
 
 /** Handlers of the "Servers" operations. */
 export interface ServersHandlers<Ctx> {
+  /** GET /servers — List servers */
+  listServers: Handler<"listServers", Ctx>;
   /** GET /servers/{server_id} — Get a server */
   getServer: Handler<"getServer", Ctx>;
 }
@@ -341,6 +350,30 @@ export interface ProviderAuthImportsHandlers<Ctx> {
   getProviderAuthImportSchema: Handler<"getProviderAuthImportSchema", Ctx>;
 }
 
+/** Handlers of the "Providers" operations. */
+export interface ProvidersHandlers<Ctx> {
+  /** GET /providers — List providers */
+  listProviders: Handler<"listProviders", Ctx>;
+  /** GET /providers/{provider_id} — Get a provider */
+  getProvider: Handler<"getProvider", Ctx>;
+}
+
+/** Handlers of the "Provider versions" operations. */
+export interface ProviderVersionsHandlers<Ctx> {
+  /** GET /providers/{provider_id}/versions — List a provider's versions */
+  listProviderVersions: Handler<"listProviderVersions", Ctx>;
+  /** GET /providers/{provider_id}/versions/{provider_version_id} — Get a provider version */
+  getProviderVersion: Handler<"getProviderVersion", Ctx>;
+}
+
+/** Handlers of the "Provider listings" operations. */
+export interface ProviderListingsHandlers<Ctx> {
+  /** GET /provider-listings — List provider listings */
+  listProviderListings: Handler<"listProviderListings", Ctx>;
+  /** GET /provider-listings/{provider_listing_id} — Get a provider listing */
+  getProviderListing: Handler<"getProviderListing", Ctx>;
+}
+
 /** Handlers of the "Provider groups" operations. */
 export interface ProviderGroupsHandlers<Ctx> {
   /** GET /provider-groups — List provider groups */
@@ -404,6 +437,9 @@ export interface Handlers<Ctx> {
   providerAuthConfigs: ProviderAuthConfigsHandlers<Ctx>;
   providerAuthExports: ProviderAuthExportsHandlers<Ctx>;
   providerAuthImports: ProviderAuthImportsHandlers<Ctx>;
+  providers: ProvidersHandlers<Ctx>;
+  providerVersions: ProviderVersionsHandlers<Ctx>;
+  providerListings: ProviderListingsHandlers<Ctx>;
   providerGroups: ProviderGroupsHandlers<Ctx>;
   portals: PortalsHandlers<Ctx>;
   portalConsumerAccess: PortalConsumerAccessHandlers<Ctx>;

@@ -56,6 +56,26 @@ export interface paths {
         patch: operations["updateProviderOAuthTokenImport"];
         trace?: never;
     };
+    "/servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List servers
+         * @description Returns a page of the servers the instance sees, oldest first unless `order=desc`: every server of the catalog and the instance's own; another instance's servers never appear.
+         */
+        get: operations["listServers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/servers/{server_id}": {
         parameters: {
             query?: never;
@@ -1282,6 +1302,155 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List providers
+         * @description Returns a page of the providers the instance can deploy, oldest first unless `order=desc`: every provider of the catalog (the same for every instance) and the instance's own custom providers; another instance's custom providers never appear. Each provider comes with its versions, auth methods and current config schema. Filters combine with AND; the values of one multi-value filter combine with OR.
+         */
+        get: operations["listProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/{provider_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's id (`pro_…`).
+                 * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+                 */
+                provider_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a provider
+         * @description Returns one provider with its versions, auth methods (with scopes and input schemas) and current config schema. Catalog providers are visible to every instance; a custom provider's provider only to the instance that owns it (other instances get a 404, as for an id that does not exist).
+         */
+        get: operations["getProvider"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/{provider_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's id (`pro_…`).
+                 * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+                 */
+                provider_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * List a provider's versions
+         * @description Returns a page of the provider's versions with their config schemas and tools, oldest first unless `order=desc`. A provider the instance cannot see (another instance's custom provider) is a 404.
+         */
+        get: operations["listProviderVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/providers/{provider_id}/versions/{provider_version_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's id (`pro_…`).
+                 * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+                 */
+                provider_id: string;
+                /**
+                 * @description The version's id (`prv_…`).
+                 * @example prv_01jqz7m3c8v4r2k9x5n6t0w1ye
+                 */
+                provider_version_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a provider version
+         * @description Returns one version of the provider with its config schema and tools: what `locked_provider_version_id` of a deployment pins. A version of another provider, or of a provider the instance cannot see, is a 404.
+         */
+        get: operations["getProviderVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/provider-listings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List provider listings
+         * @description Returns a page of the catalog's listings the instance sees, oldest first unless `order=desc`: one per catalog provider and one per custom provider of the instance (another instance's never appear). A listing's id is what `POST /provider-groups/{id}/listings` takes.
+         */
+        get: operations["listProviderListings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/provider-listings/{provider_listing_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The listing's id (`plg_…`).
+                 * @example plg_01jqz7m3c8v4r2k9x5n6t0w1yb
+                 */
+                provider_listing_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a provider listing
+         * @description Returns one listing. Catalog listings are visible to every instance; a custom provider's listing only to the instance that owns it (other instances get a 404, as for an id that does not exist).
+         */
+        get: operations["getProviderListing"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/provider-groups": {
         parameters: {
             query?: never;
@@ -1846,7 +2015,31 @@ export interface components {
             };
         };
         /**
-         * @description How the MCP server is reached: an object with `type` and an object keyed by that type's name — `remote` (an HTTP URL and its MCP transport) or `stdio` (a local command spoken to over stdio).
+         * @description The MCP server runs from an OCI image (a `container` custom provider), started by this server's container engine and reached over Streamable HTTP. Registry credentials are never shown.
+         * @example {
+         *       "type": "container",
+         *       "container": {
+         *         "image_ref": "ghcr.io/acme/weather-mcp:1.2.0"
+         *       }
+         *     }
+         */
+        ServerSourceContainer: {
+            /**
+             * @description Always `container`. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "container";
+            /** @description The image the server runs. */
+            container: {
+                /**
+                 * @description The image reference, as the custom provider's version names it.
+                 * @example ghcr.io/acme/weather-mcp:1.2.0
+                 */
+                image_ref: string;
+            };
+        };
+        /**
+         * @description How the MCP server is reached: an object with `type` and an object keyed by that type's name — `remote` (an HTTP URL and its MCP transport), `stdio` (a local command spoken to over stdio; a `function` custom provider shows `node` and its entrypoint file) or `container` (an OCI image of a `container` custom provider).
          * @example {
          *       "type": "remote",
          *       "remote": {
@@ -1855,7 +2048,7 @@ export interface components {
          *       }
          *     }
          */
-        ServerSource: components["schemas"]["ServerSourceRemote"] | components["schemas"]["ServerSourceStdio"];
+        ServerSource: components["schemas"]["ServerSourceRemote"] | components["schemas"]["ServerSourceStdio"] | components["schemas"]["ServerSourceContainer"];
         /**
          * @description A JSON Schema (draft 2020-12) document.
          * @example {
@@ -1987,7 +2180,7 @@ export interface components {
             source: components["schemas"]["ServerSource"];
         };
         /**
-         * @description The catalog's read-only view of a deployable MCP server: its variants (ways of running it) and each variant's current version. Servers come from the catalog files and from custom providers.
+         * @description The catalog's read-only view of a deployable MCP server: its variants (ways of running it) and each variant's current version. Servers come from the catalog files (one per catalog provider, visible to every instance) and from custom providers (one per custom provider, visible to its instance only: named like it, `archived` with it, and with one variant once a version is in its `production` environment).
          * @example {
          *       "object": "server",
          *       "id": "srv_01jqz7m3c8v4r2k9x5n6t0w1yh",
@@ -2087,6 +2280,23 @@ export interface components {
             };
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description A page of servers.
+         * @example {
+         *       "items": [],
+         *       "pagination": {
+         *         "has_more_before": false,
+         *         "has_more_after": false,
+         *         "next_cursor": null,
+         *         "previous_cursor": null
+         *       }
+         *     }
+         */
+        ServerList: {
+            /** @description The servers on this page. */
+            items: components["schemas"]["Server"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /**
          * @description The auth config (`provider.auth_config`) embedded in an OAuth setup or a setup session: the connection the flow created when it completed. Fetch it in full with `GET /provider-deployments/{provider_deployment_id}/auth-configs/{provider_auth_config_id}`.
@@ -2230,7 +2440,7 @@ export interface components {
             description: string | null;
         };
         /**
-         * @description A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used.
+         * @description A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used, and listed with their provider (`GET /providers/{provider_id}`).
          * @example {
          *       "object": "provider.auth_method",
          *       "id": "pam_01jqz7m3c8v4r2k9x5n6t0w1yg",
@@ -5810,7 +6020,245 @@ export interface components {
             schema: components["schemas"]["JsonSchemaObject"];
         };
         /**
-         * @description A provider's entry in the catalog, as held by provider groups.
+         * @description Where a provider comes from: `catalog` (the catalog files this server loads at start, visible to every instance) or `custom` (a custom provider of the calling instance, visible to it alone).
+         * @example catalog
+         * @enum {string}
+         */
+        ProviderType: "catalog" | "custom";
+        /**
+         * @description A provider (`provider`): an MCP server offered by the catalog or by one of the instance's custom providers, with everything needed to deploy and authenticate to it — its versions, its auth methods (with their scopes and input schemas) and the config schema of its current version.
+         * @example {
+         *       "object": "provider",
+         *       "id": "pro_01jqz7m3c8v4r2k9x5n6t0w1yc",
+         *       "type": "catalog",
+         *       "name": "GitHub",
+         *       "description": "Repositories, issues, pull requests and code search through GitHub's hosted MCP server.",
+         *       "slug": "github",
+         *       "metadata": {
+         *         "homepage": "https://github.com/github/github-mcp-server"
+         *       },
+         *       "publisher": {
+         *         "object": "provider.publisher",
+         *         "id": "pub_01jqz7m3c8v4r2k9x5n6t0w1yf",
+         *         "name": "GitHub",
+         *         "description": "GitHub, Inc.",
+         *         "slug": "github",
+         *         "image_url": "https://github.githubassets.com/favicons/favicon.png",
+         *         "created_at": "2026-11-23T09:30:00.000Z",
+         *         "updated_at": "2026-11-23T09:30:00.000Z"
+         *       },
+         *       "current_version": {
+         *         "object": "provider.version",
+         *         "id": "prv_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *         "version": "1.0.0",
+         *         "status": "released",
+         *         "created_at": "2026-11-23T09:30:00.000Z",
+         *         "updated_at": "2026-11-23T09:30:00.000Z"
+         *       },
+         *       "config_schema": {
+         *         "type": "object",
+         *         "properties": {
+         *           "toolsets": {
+         *             "type": "string"
+         *           }
+         *         },
+         *         "additionalProperties": false
+         *       },
+         *       "versions": [
+         *         {
+         *           "object": "provider.version",
+         *           "id": "prv_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *           "version": "1.0.0",
+         *           "status": "released",
+         *           "created_at": "2026-11-23T09:30:00.000Z",
+         *           "updated_at": "2026-11-23T09:30:00.000Z"
+         *         }
+         *       ],
+         *       "auth_methods": [
+         *         {
+         *           "object": "provider.auth_method",
+         *           "id": "pam_01jqz7m3c8v4r2k9x5n6t0w1yg",
+         *           "type": "token",
+         *           "name": "Personal access token",
+         *           "description": "A personal access token, sent as a bearer token.",
+         *           "input_schema": {
+         *             "type": "object",
+         *             "properties": {
+         *               "token": {
+         *                 "type": "string"
+         *               }
+         *             },
+         *             "required": [
+         *               "token"
+         *             ],
+         *             "additionalProperties": false
+         *           },
+         *           "scopes": [],
+         *           "provider_id": "pro_01jqz7m3c8v4r2k9x5n6t0w1yc",
+         *           "provider_specification_id": "prv_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *           "created_at": "2026-11-23T09:30:00.000Z",
+         *           "updated_at": "2026-11-23T09:30:00.000Z"
+         *         }
+         *       ],
+         *       "provider_listing_id": "plg_01jqz7m3c8v4r2k9x5n6t0w1yb",
+         *       "custom_provider_id": null,
+         *       "created_at": "2026-11-23T09:30:00.000Z",
+         *       "updated_at": "2026-11-23T09:30:00.000Z"
+         *     }
+         */
+        Provider: {
+            /**
+             * @description Always `provider`.
+             * @constant
+             */
+            object: "provider";
+            /**
+             * @description Unique identifier, prefixed `pro_`.
+             * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+             */
+            id: string;
+            type: components["schemas"]["ProviderType"];
+            /**
+             * @description Display name.
+             * @example Everything
+             */
+            name: string;
+            /** @description Description, or null. */
+            description: string | null;
+            /**
+             * @description URL-friendly identifier, unique among the providers the instance sees.
+             * @example everything
+             */
+            slug: string;
+            /** @description Free-form key-value pairs from the catalog entry (for example `homepage`); an empty object when it has none. */
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @description Who publishes the provider (custom providers are published by their instance), or null when unknown. */
+            publisher: components["schemas"]["ProviderPublisher"] | null;
+            /** @description The version that deployments not pinned to a version run, or null when the provider has none (a custom provider whose `production` environment holds no version yet). */
+            current_version: components["schemas"]["ProviderVersion"] | null;
+            /** @description The JSON Schema (draft 2020-12) of the current version's configuration: what `config.data` of a config created for an unpinned deployment must satisfy. Null when there is no current version; a pinned deployment's schema is its version's (`GET /providers/{id}/versions/{version_id}`). */
+            config_schema: components["schemas"]["JsonSchemaObject"] | null;
+            /** @description Every version of the provider, oldest first. */
+            versions: components["schemas"]["ProviderVersion"][];
+            /** @description The ways to authenticate to the provider, in the order they were declared; empty when it needs no authentication. Use an auth method's id as `provider_auth_method_id` of an auth config or `providerAuthMethodId` of a setup session. */
+            auth_methods: components["schemas"]["ProviderAuthMethod"][];
+            /** @description The provider's catalog listing (`plg_…`), which provider groups hold, or null when it is not listed. */
+            provider_listing_id: string | null;
+            /** @description For `custom` providers, the custom provider (`cpr_…`) that created it; null for `catalog` providers. */
+            custom_provider_id: string | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description A page of providers.
+         * @example {
+         *       "items": [],
+         *       "pagination": {
+         *         "has_more_before": false,
+         *         "has_more_after": false,
+         *         "next_cursor": null,
+         *         "previous_cursor": null
+         *       }
+         *     }
+         */
+        ProviderList: {
+            /** @description The providers on this page. */
+            items: components["schemas"]["Provider"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description A tool a provider version offers, as the catalog declares it or as a custom provider's deployment discovered it (`tools/list`). The tools a session sees come from the running server and may differ.
+         * @example {
+         *       "name": "echo",
+         *       "description": "Echoes back the input string."
+         *     }
+         */
+        ProviderTool: {
+            /**
+             * @description The tool's name as the MCP server reports it.
+             * @example echo
+             */
+            name: string;
+            /** @description What the tool does, or null. */
+            description: string | null;
+        };
+        /**
+         * @description A provider version as the provider versions endpoints return it: the fields of the embedded `provider.version` plus the provider it belongs to, its config schema (what a deployment's config data must satisfy) and the tools it offers.
+         * @example {
+         *       "object": "provider.version",
+         *       "id": "prv_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *       "version": "2026.8.31",
+         *       "status": "released",
+         *       "provider_id": "pro_01jqz7m3c8v4r2k9x5n6t0w1yc",
+         *       "config_schema": {
+         *         "type": "object",
+         *         "properties": {},
+         *         "additionalProperties": false
+         *       },
+         *       "tools": [
+         *         {
+         *           "name": "echo",
+         *           "description": "Echoes back the input string."
+         *         }
+         *       ],
+         *       "created_at": "2026-11-23T09:30:00.000Z",
+         *       "updated_at": "2026-11-23T09:30:00.000Z"
+         *     }
+         */
+        ProviderVersionDetail: {
+            /**
+             * @description Always `provider.version`.
+             * @constant
+             */
+            object: "provider.version";
+            /**
+             * @description The version's id (`prv_…`).
+             * @example prv_01jqz7m3c8v4r2k9x5n6t0w1ye
+             */
+            id: string;
+            /**
+             * @description The version label, for example a semantic version (`v1`, `v2`, … for custom providers).
+             * @example 2026.8.31
+             */
+            version: string;
+            /**
+             * @description `released` versions can be deployed; `deprecated` ones still run but are no longer current; `pending` and `failed` belong to custom provider versions that are deploying or failed to deploy.
+             * @enum {string}
+             */
+            status: "released" | "deprecated" | "pending" | "failed";
+            /**
+             * @description The provider this version belongs to (`pro_…`).
+             * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+             */
+            provider_id: string;
+            /** @description The JSON Schema (draft 2020-12) that config data of a deployment running this version must satisfy; `{"type": "object", "properties": {}, "additionalProperties": false}` when it takes none. */
+            config_schema: components["schemas"]["JsonSchemaObject"];
+            /** @description The tools this version offers, in the order they were declared or discovered. */
+            tools: components["schemas"]["ProviderTool"][];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description A page of a provider's versions.
+         * @example {
+         *       "items": [],
+         *       "pagination": {
+         *         "has_more_before": false,
+         *         "has_more_after": false,
+         *         "next_cursor": null,
+         *         "previous_cursor": null
+         *       }
+         *     }
+         */
+        ProviderVersionList: {
+            /** @description The provider versions on this page. */
+            items: components["schemas"]["ProviderVersionDetail"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description A provider's entry in the catalog, as held by provider groups and listed by `GET /provider-listings`.
          * @example {
          *       "object": "provider.listing",
          *       "id": "plg_01jqz7m3c8v4r2k9x5n6t0w1yb",
@@ -5848,6 +6296,23 @@ export interface components {
              * @example everything
              */
             slug: string;
+        };
+        /**
+         * @description A page of provider listings.
+         * @example {
+         *       "items": [],
+         *       "pagination": {
+         *         "has_more_before": false,
+         *         "has_more_after": false,
+         *         "next_cursor": null,
+         *         "previous_cursor": null
+         *       }
+         *     }
+         */
+        ProviderListingList: {
+            /** @description The provider listings on this page. */
+            items: components["schemas"]["ProviderListing"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /**
          * @description A user-defined folder that organises provider listings. `listings` (an extension to the documented fields) shows the listings the group holds, in the order they were added.
@@ -6652,6 +7117,56 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listServers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return, 1 to 100.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Return the items after the item with this id (in the requested order). Cannot be combined with `before` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description Return the items before the item with this id (in the requested order). Cannot be combined with `after` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Opaque cursor from `pagination.next_cursor` or `pagination.previous_cursor` of an earlier page. It carries the direction and order; cannot be combined with `after` or `before`.
+                 * @example eyJkIjoiYWZ0ZXIiLCJpZCI6InBncl8wMWpxejdtM2M4djRyMms5eDVuNnQwdzF5YSIsIm8iOiJhc2MifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Sort order by creation (ids are time-sortable). `asc` returns the oldest first.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of servers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServerList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
         };
@@ -10042,6 +10557,284 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listProviders: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return, 1 to 100.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Return the items after the item with this id (in the requested order). Cannot be combined with `before` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description Return the items before the item with this id (in the requested order). Cannot be combined with `after` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Opaque cursor from `pagination.next_cursor` or `pagination.previous_cursor` of an earlier page. It carries the direction and order; cannot be combined with `after` or `before`.
+                 * @example eyJkIjoiYWZ0ZXIiLCJpZCI6InBncl8wMWpxejdtM2M4djRyMms5eDVuNnQwdzF5YSIsIm8iOiJhc2MifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Sort order by creation (ids are time-sortable). `asc` returns the oldest first.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+                /**
+                 * @description Only providers whose name, slug or description contains this text, ignoring case.
+                 * @example git
+                 */
+                search?: string;
+                /**
+                 * @description Only the providers with these ids (`pro_…`); repeat the parameter for several.
+                 * @example [
+                 *       "pro_01jqz7m3c8v4r2k9x5n6t0w1yc"
+                 *     ]
+                 */
+                id?: string[];
+                /**
+                 * @description Only providers of these publishers, each named by its id (`pub_…`) or its slug; repeat the parameter for several.
+                 * @example [
+                 *       "github"
+                 *     ]
+                 */
+                publisher?: string[];
+                /**
+                 * @description Only providers of these types. Accepts one or more values.
+                 * @example [
+                 *       "custom"
+                 *     ]
+                 */
+                type?: components["schemas"]["ProviderType"][];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of providers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's id (`pro_…`).
+                 * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+                 */
+                provider_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Provider"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listProviderVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return, 1 to 100.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Return the items after the item with this id (in the requested order). Cannot be combined with `before` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description Return the items before the item with this id (in the requested order). Cannot be combined with `after` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Opaque cursor from `pagination.next_cursor` or `pagination.previous_cursor` of an earlier page. It carries the direction and order; cannot be combined with `after` or `before`.
+                 * @example eyJkIjoiYWZ0ZXIiLCJpZCI6InBncl8wMWpxejdtM2M4djRyMms5eDVuNnQwdzF5YSIsIm8iOiJhc2MifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Sort order by creation (ids are time-sortable). `asc` returns the oldest first.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's id (`pro_…`).
+                 * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+                 */
+                provider_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of provider versions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderVersionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getProviderVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The provider's id (`pro_…`).
+                 * @example pro_01jqz7m3c8v4r2k9x5n6t0w1yc
+                 */
+                provider_id: string;
+                /**
+                 * @description The version's id (`prv_…`).
+                 * @example prv_01jqz7m3c8v4r2k9x5n6t0w1ye
+                 */
+                provider_version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderVersionDetail"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listProviderListings: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return, 1 to 100.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Return the items after the item with this id (in the requested order). Cannot be combined with `before` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description Return the items before the item with this id (in the requested order). Cannot be combined with `after` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Opaque cursor from `pagination.next_cursor` or `pagination.previous_cursor` of an earlier page. It carries the direction and order; cannot be combined with `after` or `before`.
+                 * @example eyJkIjoiYWZ0ZXIiLCJpZCI6InBncl8wMWpxejdtM2M4djRyMms5eDVuNnQwdzF5YSIsIm8iOiJhc2MifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Sort order by creation (ids are time-sortable). `asc` returns the oldest first.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of provider listings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderListingList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getProviderListing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The listing's id (`plg_…`).
+                 * @example plg_01jqz7m3c8v4r2k9x5n6t0w1yb
+                 */
+                provider_listing_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider listing. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderListing"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalServerError"];

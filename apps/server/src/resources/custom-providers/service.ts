@@ -3,9 +3,11 @@ import { ApiError } from "@toolplane/server-stubs";
 import type { components, operations } from "@toolplane/types";
 import { createVersion } from "../../custom-providers/environments.ts";
 import { notifyDeployJobs } from "../../custom-providers/job-runner.ts";
+import { syncCustomProviderServer } from "../../custom-providers/server.ts";
 import { prepareVersion } from "../../custom-providers/source.ts";
 import { type CustomProviderRef, customProvidersToApi, refOf } from "../../custom-providers/views.ts";
 import type { Db } from "../../db/database.ts";
+import { containsPattern, visibleTo } from "../../lib/filters.ts";
 import { newId } from "../../lib/ids.ts";
 import { paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
@@ -41,7 +43,7 @@ export class CustomProviderService {
   async list(instanceId: string, filters: ListQuery) {
     let query = this.db.selectFrom("custom_providers").selectAll().where("instance_id", "=", instanceId);
     if (filters.search) {
-      const pattern = `%${filters.search.replace(/[\\%_]/g, "\\$&")}%`;
+      const pattern = containsPattern(filters.search);
       query = query.where((eb) => eb.or([eb("name", "ilike", pattern), eb("description", "ilike", pattern)]));
     }
     if (filters.status?.length) query = query.where("status", "in", filters.status);
@@ -66,7 +68,8 @@ export class CustomProviderService {
 
   /**
    * One transaction: the instance's publisher (made on first use), the catalog provider and its listing, the
-   * custom provider, its two environments, and v1 with its deployment job and system commit into development.
+   * custom provider, its two environments, v1 with its deployment job and system commit into development, and
+   * its server (no variant until a version reaches production).
    */
   async create(instanceId: string, body: Create): Promise<CustomProvider> {
     const prepared = prepareVersion(body.from, body.config);
@@ -114,12 +117,16 @@ export class CustomProviderService {
         )
         .execute();
       await createVersion(trx, refOf(row), prepared, "custom_provider_created", this.secrets);
+      await syncCustomProviderServer(trx, id);
     });
     notifyDeployJobs();
     return this.get(instanceId, id);
   }
 
-  /** Name and description follow to the catalog provider (its slug stays); `status` archives or reactivates. */
+  /**
+   * Name and description follow to the catalog provider (its slug stays) and its server; `status` archives or
+   * reactivates the custom provider and its server.
+   */
   async update(instanceId: string, id: string, body: Update): Promise<CustomProvider> {
     await this.db.transaction().execute(async (trx) => {
       const ref = await this.ref(trx, instanceId, id, true);
@@ -140,6 +147,7 @@ export class CustomProviderService {
           .where("id", "=", ref.providerId)
           .execute();
       }
+      await syncCustomProviderServer(trx, ref.id);
     });
     return this.get(instanceId, id);
   }
@@ -189,7 +197,7 @@ export class CustomProviderService {
       const taken = await trx
         .selectFrom("providers")
         .select("slug")
-        .where((eb) => eb.or([eb("instance_id", "is", null), eb("instance_id", "=", instanceId)]))
+        .where(visibleTo(instanceId))
         .where((eb) => eb.or([eb("slug", "=", base), eb("slug", "like", `${base}-%`)]))
         .execute();
       const slug =

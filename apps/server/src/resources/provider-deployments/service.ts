@@ -3,6 +3,7 @@ import type { components } from "@toolplane/types";
 import { type Expression, type ExpressionBuilder, sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import type { Database, JsonObject } from "../../db/schema.ts";
+import { containsPattern } from "../../lib/filters.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
@@ -127,7 +128,7 @@ export class ProviderDeploymentService {
 
   async list(instanceId: string, filters: DeploymentFilters) {
     let query = this.selectDeployments(instanceId);
-    if (filters.search) query = query.where("d.name", "ilike", `%${filters.search.replace(/[\\%_]/g, "\\$&")}%`);
+    if (filters.search) query = query.where("d.name", "ilike", containsPattern(filters.search));
     if (filters.provider_id) query = query.where("d.provider_id", "in", filters.provider_id);
     if (filters.provider_version_id) {
       query = query.where(

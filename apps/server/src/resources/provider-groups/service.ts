@@ -3,11 +3,13 @@ import type { components } from "@toolplane/types";
 import type { Db } from "../../db/database.ts";
 import type { Row } from "../../db/schema.ts";
 import { isUniqueViolation } from "../../lib/db-errors.ts";
+import { visibleTo } from "../../lib/filters.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
 import { insertWithUniqueSlug, takenSlugs } from "../../lib/slugged-insert.ts";
 import { iso } from "../../lib/time.ts";
+import { LISTING_ENTITY, toListing } from "../provider-listings/service.ts";
 
 type ProviderGroup = components["schemas"]["ProviderGroup"];
 type ProviderListing = components["schemas"]["ProviderListing"];
@@ -69,9 +71,9 @@ export class ProviderGroupService {
       .selectFrom("provider_listings")
       .select("id")
       .where("id", "=", listingId)
-      .where((eb) => eb.or([eb("instance_id", "is", null), eb("instance_id", "=", instanceId)]))
+      .where(visibleTo(instanceId))
       .executeTakeFirst();
-    if (!listing) throw ApiError.notFound("provider.listing", listingId);
+    if (!listing) throw ApiError.notFound(LISTING_ENTITY, listingId);
     try {
       await this.db
         .insertInto("provider_group_listings")
@@ -95,7 +97,7 @@ export class ProviderGroupService {
       .executeTakeFirst();
     if (removed.numDeletedRows === 0n) {
       throw new ApiError("not_found", `Provider group ${id} does not hold listing ${listingId}.`, {
-        entity: "provider.listing",
+        entity: LISTING_ENTITY,
       });
     }
     return this.touch(instanceId, id);
@@ -132,14 +134,7 @@ export class ProviderGroupService {
       .execute();
     for (const r of rows) {
       const list = byGroup.get(r.provider_group_id) ?? [];
-      list.push({
-        object: "provider.listing",
-        id: r.id,
-        provider_id: r.provider_id,
-        name: r.name,
-        description: r.description,
-        slug: r.slug,
-      });
+      list.push(toListing(r));
       byGroup.set(r.provider_group_id, list);
     }
     return byGroup;

@@ -44,7 +44,23 @@ describe("servers: errors", () => {
     });
   });
 
-  it("is read-only: other methods are 405, and there is no collection", async () => {
+  it("validates the list's query parameters", async () => {
+    const cases: [string, string][] = [
+      ["limit=0", "invalid_data"],
+      ["limit=101", "invalid_data"],
+      ["order=newest", "invalid_data"],
+      ["status=active", "invalid_data"],
+      ["after=srv_a&before=srv_b", "bad_request"],
+      ["cursor=not-a-cursor", "bad_request"],
+    ];
+    for (const [query, code] of cases) {
+      const res = await t.fetch(`/servers?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(await res.json(), query).toMatchObject({ code, entity: "query" });
+    }
+  });
+
+  it("is read-only: other methods are 405, on the item and on the collection", async () => {
     const id = await seedServer(t.db, "Read only");
     for (const method of ["POST", "PATCH", "PUT", "DELETE"]) {
       const res = await t.fetch(`/servers/${id}`, { method });
@@ -54,8 +70,10 @@ describe("servers: errors", () => {
     }
     const row = await t.db.selectFrom("servers").select("id").where("id", "=", id).execute();
     expect(row).toHaveLength(1);
-    const collection = await t.fetch("/servers");
-    expect(collection.status).toBe(404);
-    expect(await collection.json()).toMatchObject({ code: "not_found", entity: "endpoint" });
+    for (const method of ["POST", "PATCH", "DELETE"]) {
+      const res = await t.fetch("/servers", { method });
+      expect(res.status, method).toBe(405);
+      expect(res.headers.get("allow"), method).toBe("GET");
+    }
   });
 });

@@ -144,6 +144,42 @@ describe("servers: happy paths", () => {
     expect(server).toMatchObject({ object: "server", id, name: "Custom", type: "public" });
   });
 
+  it("lists the catalog's servers and the instance's own, each as GET returns it", async () => {
+    const catalog = await seedServer(t.db, "Listed catalog server");
+    const own = await seedServer(t.db, "Listed own server", t.tenant.instanceId);
+    const page = await unwrap(t.client.GET("/servers", { params: { query: { limit: 100 } } }));
+    const ids = page.items.map((s) => s.id);
+    expect(ids).toEqual(expect.arrayContaining([catalog, own]));
+    expect(ids).toEqual([...ids].sort());
+    // The built-in catalog's servers are there too.
+    expect(page.items.map((s) => s.name)).toEqual(expect.arrayContaining(["Everything", "GitHub"]));
+    for (const id of [catalog, own]) {
+      const got = await unwrap(t.client.GET("/servers/{server_id}", { params: { path: { server_id: id } } }));
+      expect(page.items.find((s) => s.id === id)).toEqual(got);
+    }
+  });
+
+  it("pages through servers with limit, cursors, after, before and order", async () => {
+    const tail: string[] = [];
+    for (let i = 0; i < 4; i++) tail.push(await seedServer(t.db, `Paged ${i}`));
+    const list = (query: Record<string, unknown>) => unwrap(t.client.GET("/servers", { params: { query } }));
+    const all = (await list({ limit: 100 })).items.map((s) => s.id);
+    expect(all.slice(-4)).toEqual(tail);
+    const first = await list({ after: all.at(-5), limit: 2 });
+    expect(first.items.map((s) => s.id)).toEqual(tail.slice(0, 2));
+    const next = await list({ cursor: first.pagination.next_cursor, limit: 2 });
+    expect(next.items.map((s) => s.id)).toEqual(tail.slice(2));
+    expect(next.pagination).toMatchObject({ has_more_before: true, has_more_after: false, next_cursor: null });
+    expect((await list({ cursor: next.pagination.previous_cursor, limit: 2 })).items.map((s) => s.id)).toEqual(
+      tail.slice(0, 2),
+    );
+    expect((await list({ before: tail[1], limit: 1 })).items.map((s) => s.id)).toEqual([tail[0]]);
+    expect((await list({ order: "desc", limit: 2 })).items.map((s) => s.id)).toEqual([tail[3], tail[2]]);
+    const iterated: string[] = [];
+    for await (const s of t.client.paginate("/servers", { params: { query: { limit: 3 } } })) iterated.push(s.id);
+    expect(iterated).toEqual(all);
+  });
+
   it("answers reads with JSON", async () => {
     const id = await seedServer(t.db, "Json");
     const res = await t.fetch(`/servers/${id}`);

@@ -12,10 +12,11 @@ describe("servers: security", () => {
     await expectUnauthorizedEverywhere(t, [
       [`/servers/${id}`, { method: "GET" }],
       ["/servers/srv_00000000000000000000000000", { method: "GET" }],
+      ["/servers", { method: "GET" }],
     ]);
   });
 
-  it("hides an instance's own server from other instances, but shows it to its owner", async () => {
+  it("hides an instance's own server from other instances (404, never listed), but shows it to its owner", async () => {
     const owner = await t.createTenant("owner");
     const id = await seedServer(t.db, "Private server", owner.instanceId);
     const path = { server_id: id };
@@ -33,6 +34,18 @@ describe("servers: security", () => {
 
     const third = await t.createTenant("third");
     expect((await third.client.GET("/servers/{server_id}", { params: { path } })).response.status).toBe(404);
+
+    // Never listed to anyone but its owner, whatever the page bounds say.
+    for (const query of [{ limit: 100 }, { after: id }, { before: id, order: "desc" as const }]) {
+      const page = await unwrap(t.client.GET("/servers", { params: { query } }));
+      expect(
+        page.items.map((s) => s.id),
+        JSON.stringify(query),
+      ).not.toContain(id);
+      expect(JSON.stringify(page)).not.toContain("Private server");
+    }
+    const ownerPage = await unwrap(owner.client.GET("/servers", { params: { query: { limit: 100 } } }));
+    expect(ownerPage.items.map((s) => s.id)).toContain(id);
   });
 
   it("shows a catalog server (no instance) to every instance, identically", async () => {

@@ -3,7 +3,7 @@
 
 import { faker, type Faker } from '@faker-js/faker';
 
-import type { AddProviderGroupListingData, AddProviderGroupListingErrors, AddProviderGroupListingResponses, After, Before, CreateCustomProviderCommitData, CreateCustomProviderCommitErrors, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderErrors, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionErrors, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessErrors, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalErrors, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigErrors, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsErrors, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportErrors, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportErrors, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigErrors, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultErrors, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentErrors, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupErrors, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupErrors, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportErrors, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionErrors, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionProviderData, CreateSessionProviderErrors, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateErrors, CreateSessionTemplateProviderData, CreateSessionTemplateProviderErrors, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallErrors, CreateSessionToolCallResponses, Cursor, CustomProvider, CustomProviderActor, CustomProviderCommit, CustomProviderCommitAction, CustomProviderCommitActionType, CustomProviderCommitCreate, CustomProviderCommitList, CustomProviderCommitMergeAction, CustomProviderCommitRollbackAction, CustomProviderConfig, CustomProviderCreate, CustomProviderCreateWritable, CustomProviderDeployment, CustomProviderDeploymentCommit, CustomProviderEnvironment, CustomProviderError, CustomProviderFrom, CustomProviderFromContainer, CustomProviderFromContainerWritable, CustomProviderFromFunction, CustomProviderFromRemote, CustomProviderFromWritable, CustomProviderFunctionFile, CustomProviderList, CustomProviderProvider, CustomProviderStatus, CustomProviderType, CustomProviderUpdate, CustomProviderVersion, CustomProviderVersionCreate, CustomProviderVersionCreateWritable, CustomProviderVersionEnvironment, CustomProviderVersionList, CustomProviderVersionStatus, DeletePortalConsumerAccessData, DeletePortalConsumerAccessErrors, DeletePortalConsumerAccessResponses, DeletePortalData, DeletePortalErrors, DeletePortalResponses, DeleteProviderAuthConfigData, DeleteProviderAuthConfigErrors, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsData, DeleteProviderAuthCredentialsErrors, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigData, DeleteProviderConfigErrors, DeleteProviderConfigResponses, DeleteProviderConfigVaultData, DeleteProviderConfigVaultErrors, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentData, DeleteProviderDeploymentErrors, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionData, DeleteProviderSetupSessionErrors, DeleteProviderSetupSessionResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionProviderData, DeleteSessionProviderErrors, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderData, DeleteSessionTemplateProviderErrors, DeleteSessionTemplateProviderResponses, Description, Error, ErrorCode, ErrorDetail, GetCustomProviderCommitData, GetCustomProviderCommitErrors, GetCustomProviderCommitResponses, GetCustomProviderData, GetCustomProviderErrors, GetCustomProviderResponses, GetCustomProviderVersionData, GetCustomProviderVersionErrors, GetCustomProviderVersionResponses, GetPortalConsumerAccessData, GetPortalConsumerAccessErrors, GetPortalConsumerAccessResponses, GetPortalData, GetPortalErrors, GetPortalResponses, GetProviderAuthConfigData, GetProviderAuthConfigErrors, GetProviderAuthConfigResponses, GetProviderAuthCredentialsData, GetProviderAuthCredentialsErrors, GetProviderAuthCredentialsResponses, GetProviderAuthExportData, GetProviderAuthExportErrors, GetProviderAuthExportResponses, GetProviderAuthImportData, GetProviderAuthImportErrors, GetProviderAuthImportResponses, GetProviderAuthImportSchemaData, GetProviderAuthImportSchemaErrors, GetProviderAuthImportSchemaResponses, GetProviderConfigData, GetProviderConfigErrors, GetProviderConfigResponses, GetProviderConfigSchemaData, GetProviderConfigSchemaErrors, GetProviderConfigSchemaResponses, GetProviderConfigVaultData, GetProviderConfigVaultErrors, GetProviderConfigVaultResponses, GetProviderDeploymentData, GetProviderDeploymentErrors, GetProviderDeploymentResponses, GetProviderGroupData, GetProviderGroupErrors, GetProviderGroupResponses, GetProviderOAuthSetupData, GetProviderOAuthSetupErrors, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportData, GetProviderOAuthTokenImportErrors, GetProviderOAuthTokenImportResponses, GetProviderSetupSessionData, GetProviderSetupSessionErrors, GetProviderSetupSessionResponses, GetServerData, GetServerErrors, GetServerResponses, GetSessionData, GetSessionErrors, GetSessionProviderData, GetSessionProviderErrors, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateData, GetSessionTemplateErrors, GetSessionTemplateProviderData, GetSessionTemplateProviderErrors, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallData, GetSessionToolCallErrors, GetSessionToolCallResponses, GetToolCallData, GetToolCallErrors, GetToolCallResponses, JsonSchemaObject, Limit, ListCustomProviderCommitsData, ListCustomProviderCommitsErrors, ListCustomProviderCommitsResponses, ListCustomProvidersData, ListCustomProvidersErrors, ListCustomProvidersResponses, ListCustomProviderVersionsData, ListCustomProviderVersionsErrors, ListCustomProviderVersionsResponses, ListPortalConsumerAccessData, ListPortalConsumerAccessErrors, ListPortalConsumerAccessResponses, ListPortalsData, ListPortalsErrors, ListPortalsResponses, ListProviderAuthConfigsData, ListProviderAuthConfigsErrors, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsData, ListProviderAuthCredentialsErrors, ListProviderAuthCredentialsResponses, ListProviderAuthExportsData, ListProviderAuthExportsErrors, ListProviderAuthExportsResponses, ListProviderAuthImportsData, ListProviderAuthImportsErrors, ListProviderAuthImportsResponses, ListProviderConfigsData, ListProviderConfigsErrors, ListProviderConfigsResponses, ListProviderConfigVaultsData, ListProviderConfigVaultsErrors, ListProviderConfigVaultsResponses, ListProviderDeploymentsData, ListProviderDeploymentsErrors, ListProviderDeploymentsResponses, ListProviderGroupsData, ListProviderGroupsErrors, ListProviderGroupsResponses, ListProviderOAuthSetupsData, ListProviderOAuthSetupsErrors, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsData, ListProviderOAuthTokenImportsErrors, ListProviderOAuthTokenImportsResponses, ListProviderSetupSessionsData, ListProviderSetupSessionsErrors, ListProviderSetupSessionsResponses, ListSessionProvidersData, ListSessionProvidersErrors, ListSessionProvidersResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionTemplateProvidersData, ListSessionTemplateProvidersErrors, ListSessionTemplateProvidersResponses, ListSessionTemplatesData, ListSessionTemplatesErrors, ListSessionTemplatesResponses, ListSessionToolCallsData, ListSessionToolCallsErrors, ListSessionToolCallsResponses, ListToolCallsData, ListToolCallsErrors, ListToolCallsResponses, Metadata, Name, NullableMetadata, Order, Pagination, Portal, PortalAuth, PortalBrand, PortalConsumerAccess, PortalConsumerAccessAccess, PortalConsumerAccessCreate, PortalConsumerAccessCreateAccess, PortalConsumerAccessList, PortalConsumerAccessServerDeploymentTemplate, PortalConsumerAccessServerDeploymentTemplateCreate, PortalConsumerGroup, PortalCreate, PortalList, PortalServerPreview, PortalStatus, PortalUpdate, PortalUrl, ProviderAuthConfig, ProviderAuthConfigCreate, ProviderAuthConfigList, ProviderAuthConfigReference, ProviderAuthConfigUpdate, ProviderAuthCredentials, ProviderAuthCredentialsCreate, ProviderAuthCredentialsCreateWritable, ProviderAuthCredentialsList, ProviderAuthCredentialsOAuthConfig, ProviderAuthCredentialsOAuthConfigWritable, ProviderAuthCredentialsReference, ProviderAuthCredentialsUpdate, ProviderAuthExport, ProviderAuthExportCreate, ProviderAuthExportList, ProviderAuthExportManualValue, ProviderAuthExportOAuthValue, ProviderAuthImport, ProviderAuthImportCreate, ProviderAuthImportCreateWritable, ProviderAuthImportList, ProviderAuthImportSchema, ProviderAuthMethod, ProviderAuthMethodScope, ProviderConfig, ProviderConfigCreate, ProviderConfigList, ProviderConfigPreview, ProviderConfigReference, ProviderConfigSchema, ProviderConfigSourceInline, ProviderConfigSourceVault, ProviderConfigUpdate, ProviderConfigVault, ProviderConfigVaultCreate, ProviderConfigVaultList, ProviderConfigVaultUpdate, ProviderDeployment, ProviderDeploymentCreate, ProviderDeploymentList, ProviderDeploymentReference, ProviderDeploymentStatus, ProviderDeploymentUpdate, ProviderGroup, ProviderGroupCreate, ProviderGroupList, ProviderGroupListingAdd, ProviderGroupUpdate, ProviderListing, ProviderOAuthSetup, ProviderOAuthSetupConfig, ProviderOAuthSetupCreate, ProviderOAuthSetupList, ProviderOAuthSetupUpdate, ProviderOAuthTokenImport, ProviderOAuthTokenImportCreate, ProviderOAuthTokenImportCreateWritable, ProviderOAuthTokenImportList, ProviderOAuthTokenImportUpdate, ProviderOAuthTokenImportUpdateWritable, ProviderPreview, ProviderPublisher, ProviderSetupAuthConfig, ProviderSetupCredentials, ProviderSetupDeployment, ProviderSetupSession, ProviderSetupSessionCreate, ProviderSetupSessionList, ProviderSetupSessionUpdate, ProviderVersion, RemoveProviderGroupListingData, RemoveProviderGroupListingErrors, RemoveProviderGroupListingResponses, Server, ServerDeploymentTemplatePreview, ServerPreview, ServerSource, ServerSourceRemote, ServerSourceStdio, ServerVariant, ServerVersion, Session, SessionCreate, SessionList, SessionProvider, SessionProviderCreate, SessionProviderDeploymentPreview, SessionProviderEntries, SessionProviderEntry, SessionProviderList, SessionProviderUpdate, SessionTemplate, SessionTemplateCreate, SessionTemplateList, SessionTemplateProvider, SessionTemplateProviderCreate, SessionTemplateProviderList, SessionTemplateProviderUpdate, SessionTemplateUpdate, SessionUpdate, Timestamp, ToolCall, ToolCallCreate, ToolCallError, ToolCallList, ToolCallOutput, ToolCallTool, ToolFilters, UpdateCustomProviderData, UpdateCustomProviderErrors, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalErrors, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigErrors, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsErrors, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigErrors, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultErrors, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentErrors, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupErrors, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupErrors, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportErrors, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionErrors, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionProviderData, UpdateSessionProviderErrors, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateErrors, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderErrors, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from '../types.gen';
+import type { AddProviderGroupListingData, AddProviderGroupListingErrors, AddProviderGroupListingResponses, After, Before, CreateCustomProviderCommitData, CreateCustomProviderCommitErrors, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderErrors, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionErrors, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessErrors, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalErrors, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigErrors, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsErrors, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportErrors, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportErrors, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigErrors, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultErrors, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentErrors, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupErrors, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupErrors, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportErrors, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionErrors, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionProviderData, CreateSessionProviderErrors, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateErrors, CreateSessionTemplateProviderData, CreateSessionTemplateProviderErrors, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallErrors, CreateSessionToolCallResponses, Cursor, CustomProvider, CustomProviderActor, CustomProviderCommit, CustomProviderCommitAction, CustomProviderCommitActionType, CustomProviderCommitCreate, CustomProviderCommitList, CustomProviderCommitMergeAction, CustomProviderCommitRollbackAction, CustomProviderConfig, CustomProviderCreate, CustomProviderCreateWritable, CustomProviderDeployment, CustomProviderDeploymentCommit, CustomProviderEnvironment, CustomProviderError, CustomProviderFrom, CustomProviderFromContainer, CustomProviderFromContainerWritable, CustomProviderFromFunction, CustomProviderFromRemote, CustomProviderFromWritable, CustomProviderFunctionFile, CustomProviderList, CustomProviderProvider, CustomProviderStatus, CustomProviderType, CustomProviderUpdate, CustomProviderVersion, CustomProviderVersionCreate, CustomProviderVersionCreateWritable, CustomProviderVersionEnvironment, CustomProviderVersionList, CustomProviderVersionStatus, DeletePortalConsumerAccessData, DeletePortalConsumerAccessErrors, DeletePortalConsumerAccessResponses, DeletePortalData, DeletePortalErrors, DeletePortalResponses, DeleteProviderAuthConfigData, DeleteProviderAuthConfigErrors, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsData, DeleteProviderAuthCredentialsErrors, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigData, DeleteProviderConfigErrors, DeleteProviderConfigResponses, DeleteProviderConfigVaultData, DeleteProviderConfigVaultErrors, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentData, DeleteProviderDeploymentErrors, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionData, DeleteProviderSetupSessionErrors, DeleteProviderSetupSessionResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionProviderData, DeleteSessionProviderErrors, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderData, DeleteSessionTemplateProviderErrors, DeleteSessionTemplateProviderResponses, Description, Error, ErrorCode, ErrorDetail, GetCustomProviderCommitData, GetCustomProviderCommitErrors, GetCustomProviderCommitResponses, GetCustomProviderData, GetCustomProviderErrors, GetCustomProviderResponses, GetCustomProviderVersionData, GetCustomProviderVersionErrors, GetCustomProviderVersionResponses, GetPortalConsumerAccessData, GetPortalConsumerAccessErrors, GetPortalConsumerAccessResponses, GetPortalData, GetPortalErrors, GetPortalResponses, GetProviderAuthConfigData, GetProviderAuthConfigErrors, GetProviderAuthConfigResponses, GetProviderAuthCredentialsData, GetProviderAuthCredentialsErrors, GetProviderAuthCredentialsResponses, GetProviderAuthExportData, GetProviderAuthExportErrors, GetProviderAuthExportResponses, GetProviderAuthImportData, GetProviderAuthImportErrors, GetProviderAuthImportResponses, GetProviderAuthImportSchemaData, GetProviderAuthImportSchemaErrors, GetProviderAuthImportSchemaResponses, GetProviderConfigData, GetProviderConfigErrors, GetProviderConfigResponses, GetProviderConfigSchemaData, GetProviderConfigSchemaErrors, GetProviderConfigSchemaResponses, GetProviderConfigVaultData, GetProviderConfigVaultErrors, GetProviderConfigVaultResponses, GetProviderData, GetProviderDeploymentData, GetProviderDeploymentErrors, GetProviderDeploymentResponses, GetProviderErrors, GetProviderGroupData, GetProviderGroupErrors, GetProviderGroupResponses, GetProviderListingData, GetProviderListingErrors, GetProviderListingResponses, GetProviderOAuthSetupData, GetProviderOAuthSetupErrors, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportData, GetProviderOAuthTokenImportErrors, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionData, GetProviderSetupSessionErrors, GetProviderSetupSessionResponses, GetProviderVersionData, GetProviderVersionErrors, GetProviderVersionResponses, GetServerData, GetServerErrors, GetServerResponses, GetSessionData, GetSessionErrors, GetSessionProviderData, GetSessionProviderErrors, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateData, GetSessionTemplateErrors, GetSessionTemplateProviderData, GetSessionTemplateProviderErrors, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallData, GetSessionToolCallErrors, GetSessionToolCallResponses, GetToolCallData, GetToolCallErrors, GetToolCallResponses, JsonSchemaObject, Limit, ListCustomProviderCommitsData, ListCustomProviderCommitsErrors, ListCustomProviderCommitsResponses, ListCustomProvidersData, ListCustomProvidersErrors, ListCustomProvidersResponses, ListCustomProviderVersionsData, ListCustomProviderVersionsErrors, ListCustomProviderVersionsResponses, ListPortalConsumerAccessData, ListPortalConsumerAccessErrors, ListPortalConsumerAccessResponses, ListPortalsData, ListPortalsErrors, ListPortalsResponses, ListProviderAuthConfigsData, ListProviderAuthConfigsErrors, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsData, ListProviderAuthCredentialsErrors, ListProviderAuthCredentialsResponses, ListProviderAuthExportsData, ListProviderAuthExportsErrors, ListProviderAuthExportsResponses, ListProviderAuthImportsData, ListProviderAuthImportsErrors, ListProviderAuthImportsResponses, ListProviderConfigsData, ListProviderConfigsErrors, ListProviderConfigsResponses, ListProviderConfigVaultsData, ListProviderConfigVaultsErrors, ListProviderConfigVaultsResponses, ListProviderDeploymentsData, ListProviderDeploymentsErrors, ListProviderDeploymentsResponses, ListProviderGroupsData, ListProviderGroupsErrors, ListProviderGroupsResponses, ListProviderListingsData, ListProviderListingsErrors, ListProviderListingsResponses, ListProviderOAuthSetupsData, ListProviderOAuthSetupsErrors, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsData, ListProviderOAuthTokenImportsErrors, ListProviderOAuthTokenImportsResponses, ListProvidersData, ListProvidersErrors, ListProviderSetupSessionsData, ListProviderSetupSessionsErrors, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsData, ListProviderVersionsErrors, ListProviderVersionsResponses, ListServersData, ListServersErrors, ListServersResponses, ListSessionProvidersData, ListSessionProvidersErrors, ListSessionProvidersResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionTemplateProvidersData, ListSessionTemplateProvidersErrors, ListSessionTemplateProvidersResponses, ListSessionTemplatesData, ListSessionTemplatesErrors, ListSessionTemplatesResponses, ListSessionToolCallsData, ListSessionToolCallsErrors, ListSessionToolCallsResponses, ListToolCallsData, ListToolCallsErrors, ListToolCallsResponses, Metadata, Name, NullableMetadata, Order, Pagination, Portal, PortalAuth, PortalBrand, PortalConsumerAccess, PortalConsumerAccessAccess, PortalConsumerAccessCreate, PortalConsumerAccessCreateAccess, PortalConsumerAccessList, PortalConsumerAccessServerDeploymentTemplate, PortalConsumerAccessServerDeploymentTemplateCreate, PortalConsumerGroup, PortalCreate, PortalList, PortalServerPreview, PortalStatus, PortalUpdate, PortalUrl, Provider, ProviderAuthConfig, ProviderAuthConfigCreate, ProviderAuthConfigList, ProviderAuthConfigReference, ProviderAuthConfigUpdate, ProviderAuthCredentials, ProviderAuthCredentialsCreate, ProviderAuthCredentialsCreateWritable, ProviderAuthCredentialsList, ProviderAuthCredentialsOAuthConfig, ProviderAuthCredentialsOAuthConfigWritable, ProviderAuthCredentialsReference, ProviderAuthCredentialsUpdate, ProviderAuthExport, ProviderAuthExportCreate, ProviderAuthExportList, ProviderAuthExportManualValue, ProviderAuthExportOAuthValue, ProviderAuthImport, ProviderAuthImportCreate, ProviderAuthImportCreateWritable, ProviderAuthImportList, ProviderAuthImportSchema, ProviderAuthMethod, ProviderAuthMethodScope, ProviderConfig, ProviderConfigCreate, ProviderConfigList, ProviderConfigPreview, ProviderConfigReference, ProviderConfigSchema, ProviderConfigSourceInline, ProviderConfigSourceVault, ProviderConfigUpdate, ProviderConfigVault, ProviderConfigVaultCreate, ProviderConfigVaultList, ProviderConfigVaultUpdate, ProviderDeployment, ProviderDeploymentCreate, ProviderDeploymentList, ProviderDeploymentReference, ProviderDeploymentStatus, ProviderDeploymentUpdate, ProviderGroup, ProviderGroupCreate, ProviderGroupList, ProviderGroupListingAdd, ProviderGroupUpdate, ProviderList, ProviderListing, ProviderListingList, ProviderOAuthSetup, ProviderOAuthSetupConfig, ProviderOAuthSetupCreate, ProviderOAuthSetupList, ProviderOAuthSetupUpdate, ProviderOAuthTokenImport, ProviderOAuthTokenImportCreate, ProviderOAuthTokenImportCreateWritable, ProviderOAuthTokenImportList, ProviderOAuthTokenImportUpdate, ProviderOAuthTokenImportUpdateWritable, ProviderPreview, ProviderPublisher, ProviderSetupAuthConfig, ProviderSetupCredentials, ProviderSetupDeployment, ProviderSetupSession, ProviderSetupSessionCreate, ProviderSetupSessionList, ProviderSetupSessionUpdate, ProviderTool, ProviderType, ProviderVersion, ProviderVersionDetail, ProviderVersionList, RemoveProviderGroupListingData, RemoveProviderGroupListingErrors, RemoveProviderGroupListingResponses, Server, ServerDeploymentTemplatePreview, ServerList, ServerPreview, ServerSource, ServerSourceContainer, ServerSourceRemote, ServerSourceStdio, ServerVariant, ServerVersion, Session, SessionCreate, SessionList, SessionProvider, SessionProviderCreate, SessionProviderDeploymentPreview, SessionProviderEntries, SessionProviderEntry, SessionProviderList, SessionProviderUpdate, SessionTemplate, SessionTemplateCreate, SessionTemplateList, SessionTemplateProvider, SessionTemplateProviderCreate, SessionTemplateProviderList, SessionTemplateProviderUpdate, SessionTemplateUpdate, SessionUpdate, Timestamp, ToolCall, ToolCallCreate, ToolCallError, ToolCallList, ToolCallOutput, ToolCallTool, ToolFilters, UpdateCustomProviderData, UpdateCustomProviderErrors, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalErrors, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigErrors, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsErrors, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigErrors, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultErrors, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentErrors, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupErrors, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupErrors, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportErrors, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionErrors, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionProviderData, UpdateSessionProviderErrors, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateErrors, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderErrors, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from '../types.gen';
 
 export type Options = {
     faker?: Faker;
@@ -179,9 +179,23 @@ export const fakeServerSourceStdio = (options?: Options): ServerSourceStdio => {
     };
 };
 
+export const fakeServerSourceContainer = (options?: Options): ServerSourceContainer => {
+    const f = options?.faker ?? faker;
+    return {
+        type: 'container',
+        container: {
+            image_ref: f.string.sample()
+        }
+    };
+};
+
 export const fakeServerSource = (options?: Options): ServerSource => {
     const f = options?.faker ?? faker;
-    return f.helpers.arrayElement([fakeServerSourceRemote(options), fakeServerSourceStdio(options)]) as any;
+    return f.helpers.arrayElement([
+        fakeServerSourceRemote(options),
+        fakeServerSourceStdio(options),
+        fakeServerSourceContainer(options)
+    ]) as any;
 };
 
 export const fakeJsonSchemaObject = (): JsonSchemaObject => ({});
@@ -225,6 +239,14 @@ export const fakeServer = (options?: Options): Server => {
         metadata: {},
         created_at: fakeTimestamp(options),
         updated_at: fakeTimestamp(options)
+    };
+};
+
+export const fakeServerList = (options?: Options): ServerList => {
+    const f = options?.faker ?? faker;
+    return {
+        items: f.helpers.multiple(() => fakeServer(options)),
+        pagination: fakePagination(options)
     };
 };
 
@@ -1535,6 +1557,77 @@ export const fakeProviderAuthImportSchema = (options?: Options): ProviderAuthImp
     };
 };
 
+export const fakeProviderType = (options?: Options): ProviderType => {
+    const f = options?.faker ?? faker;
+    return f.helpers.arrayElement(['catalog', 'custom']);
+};
+
+export const fakeProvider = (options?: Options): Provider => {
+    const f = options?.faker ?? faker;
+    return {
+        object: 'provider',
+        id: f.string.uuid(),
+        type: fakeProviderType(options),
+        name: f.string.sample(),
+        description: f.datatype.boolean() ? f.lorem.sentence() : null,
+        slug: f.lorem.slug(),
+        metadata: {},
+        publisher: f.datatype.boolean() ? fakeProviderPublisher(options) : null,
+        current_version: f.datatype.boolean() ? fakeProviderVersion(options) : null,
+        config_schema: f.datatype.boolean() ? fakeJsonSchemaObject() : null,
+        versions: f.helpers.multiple(() => fakeProviderVersion(options)),
+        auth_methods: f.helpers.multiple(() => fakeProviderAuthMethod(options)),
+        provider_listing_id: f.datatype.boolean() ? f.string.sample() : null,
+        custom_provider_id: f.datatype.boolean() ? f.string.sample() : null,
+        created_at: fakeTimestamp(options),
+        updated_at: fakeTimestamp(options)
+    };
+};
+
+export const fakeProviderList = (options?: Options): ProviderList => {
+    const f = options?.faker ?? faker;
+    return {
+        items: f.helpers.multiple(() => fakeProvider(options)),
+        pagination: fakePagination(options)
+    };
+};
+
+export const fakeProviderTool = (options?: Options): ProviderTool => {
+    const f = options?.faker ?? faker;
+    return {
+        name: f.string.sample(),
+        description: f.datatype.boolean() ? f.lorem.sentence() : null
+    };
+};
+
+export const fakeProviderVersionDetail = (options?: Options): ProviderVersionDetail => {
+    const f = options?.faker ?? faker;
+    return {
+        object: 'provider.version',
+        id: f.string.uuid(),
+        version: f.system.semver(),
+        status: f.helpers.arrayElement([
+            'released',
+            'deprecated',
+            'pending',
+            'failed'
+        ]),
+        provider_id: f.string.sample(),
+        config_schema: fakeJsonSchemaObject(),
+        tools: f.helpers.multiple(() => fakeProviderTool(options)),
+        created_at: fakeTimestamp(options),
+        updated_at: fakeTimestamp(options)
+    };
+};
+
+export const fakeProviderVersionList = (options?: Options): ProviderVersionList => {
+    const f = options?.faker ?? faker;
+    return {
+        items: f.helpers.multiple(() => fakeProviderVersionDetail(options)),
+        pagination: fakePagination(options)
+    };
+};
+
 export const fakeProviderListing = (options?: Options): ProviderListing => {
     const f = options?.faker ?? faker;
     return {
@@ -1544,6 +1637,14 @@ export const fakeProviderListing = (options?: Options): ProviderListing => {
         name: f.string.sample(),
         description: f.datatype.boolean() ? f.lorem.sentence() : null,
         slug: f.lorem.slug()
+    };
+};
+
+export const fakeProviderListingList = (options?: Options): ProviderListingList => {
+    const f = options?.faker ?? faker;
+    return {
+        items: f.helpers.multiple(() => fakeProviderListing(options)),
+        pagination: fakePagination(options)
     };
 };
 
@@ -1948,6 +2049,29 @@ export const fakeUpdateProviderOAuthTokenImportResponse415 = (options?: Options)
 export const fakeUpdateProviderOAuthTokenImportResponse500 = (options?: Options): UpdateProviderOAuthTokenImportErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderOAuthTokenImportResponse501 = (options?: Options): UpdateProviderOAuthTokenImportErrors[501] => fakeError(options);
+
+export const fakeListServersRequest = (options?: Options): Omit<ListServersData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        query: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { limit: resolveCondition(options?.useDefault ?? false, f) ? 20 : f.number.int({ min: 1, max: 100 }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { after: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { before: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { cursor: f.string.alpha({ length: { min: 1, max: 512 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { order: resolveCondition(options?.useDefault ?? false, f) ? 'asc' : f.helpers.arrayElement(['asc', 'desc']) }
+        }
+    };
+};
+
+export const fakeListServersResponse200 = (options?: Options): ListServersResponses[200] => fakeServerList(options);
+
+export const fakeListServersResponse400 = (options?: Options): ListServersErrors[400] => fakeError(options);
+
+export const fakeListServersResponse401 = (options?: Options): ListServersErrors[401] => fakeError(options);
+
+export const fakeListServersResponse500 = (options?: Options): ListServersErrors[500] => fakeError(options);
+
+export const fakeListServersResponse501 = (options?: Options): ListServersErrors[501] => fakeError(options);
 
 export const fakeGetServerRequest = (options?: Options): Omit<GetServerData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3845,6 +3969,142 @@ export const fakeGetProviderAuthImportSchemaResponse404 = (options?: Options): G
 export const fakeGetProviderAuthImportSchemaResponse500 = (options?: Options): GetProviderAuthImportSchemaErrors[500] => fakeError(options);
 
 export const fakeGetProviderAuthImportSchemaResponse501 = (options?: Options): GetProviderAuthImportSchemaErrors[501] => fakeError(options);
+
+export const fakeListProvidersRequest = (options?: Options): Omit<ListProvidersData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        query: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { limit: resolveCondition(options?.useDefault ?? false, f) ? 20 : f.number.int({ min: 1, max: 100 }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { after: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { before: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { cursor: f.string.alpha({ length: { min: 1, max: 512 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { order: resolveCondition(options?.useDefault ?? false, f) ? 'asc' : f.helpers.arrayElement(['asc', 'desc']) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { search: f.string.alpha({ length: { min: 1, max: 255 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { id: f.helpers.multiple(() => f.string.uuid(), { count: { min: 0, max: 100 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { publisher: f.helpers.multiple(() => f.string.alpha({ length: { min: 1, max: 255 } }), { count: { min: 0, max: 100 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { type: f.helpers.multiple(() => fakeProviderType(options)) }
+        }
+    };
+};
+
+export const fakeListProvidersResponse200 = (options?: Options): ListProvidersResponses[200] => fakeProviderList(options);
+
+export const fakeListProvidersResponse400 = (options?: Options): ListProvidersErrors[400] => fakeError(options);
+
+export const fakeListProvidersResponse401 = (options?: Options): ListProvidersErrors[401] => fakeError(options);
+
+export const fakeListProvidersResponse500 = (options?: Options): ListProvidersErrors[500] => fakeError(options);
+
+export const fakeListProvidersResponse501 = (options?: Options): ListProvidersErrors[501] => fakeError(options);
+
+export const fakeGetProviderRequest = (options?: Options): Omit<GetProviderData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            provider_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeGetProviderResponse200 = (options?: Options): GetProviderResponses[200] => fakeProvider(options);
+
+export const fakeGetProviderResponse401 = (options?: Options): GetProviderErrors[401] => fakeError(options);
+
+export const fakeGetProviderResponse404 = (options?: Options): GetProviderErrors[404] => fakeError(options);
+
+export const fakeGetProviderResponse500 = (options?: Options): GetProviderErrors[500] => fakeError(options);
+
+export const fakeGetProviderResponse501 = (options?: Options): GetProviderErrors[501] => fakeError(options);
+
+export const fakeListProviderVersionsRequest = (options?: Options): Omit<ListProviderVersionsData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            provider_id: f.string.sample()
+        },
+        query: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { limit: resolveCondition(options?.useDefault ?? false, f) ? 20 : f.number.int({ min: 1, max: 100 }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { after: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { before: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { cursor: f.string.alpha({ length: { min: 1, max: 512 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { order: resolveCondition(options?.useDefault ?? false, f) ? 'asc' : f.helpers.arrayElement(['asc', 'desc']) }
+        }
+    };
+};
+
+export const fakeListProviderVersionsResponse200 = (options?: Options): ListProviderVersionsResponses[200] => fakeProviderVersionList(options);
+
+export const fakeListProviderVersionsResponse400 = (options?: Options): ListProviderVersionsErrors[400] => fakeError(options);
+
+export const fakeListProviderVersionsResponse401 = (options?: Options): ListProviderVersionsErrors[401] => fakeError(options);
+
+export const fakeListProviderVersionsResponse404 = (options?: Options): ListProviderVersionsErrors[404] => fakeError(options);
+
+export const fakeListProviderVersionsResponse500 = (options?: Options): ListProviderVersionsErrors[500] => fakeError(options);
+
+export const fakeListProviderVersionsResponse501 = (options?: Options): ListProviderVersionsErrors[501] => fakeError(options);
+
+export const fakeGetProviderVersionRequest = (options?: Options): Omit<GetProviderVersionData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            provider_id: f.string.sample(),
+            provider_version_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeGetProviderVersionResponse200 = (options?: Options): GetProviderVersionResponses[200] => fakeProviderVersionDetail(options);
+
+export const fakeGetProviderVersionResponse401 = (options?: Options): GetProviderVersionErrors[401] => fakeError(options);
+
+export const fakeGetProviderVersionResponse404 = (options?: Options): GetProviderVersionErrors[404] => fakeError(options);
+
+export const fakeGetProviderVersionResponse500 = (options?: Options): GetProviderVersionErrors[500] => fakeError(options);
+
+export const fakeGetProviderVersionResponse501 = (options?: Options): GetProviderVersionErrors[501] => fakeError(options);
+
+export const fakeListProviderListingsRequest = (options?: Options): Omit<ListProviderListingsData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        query: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { limit: resolveCondition(options?.useDefault ?? false, f) ? 20 : f.number.int({ min: 1, max: 100 }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { after: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { before: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { cursor: f.string.alpha({ length: { min: 1, max: 512 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { order: resolveCondition(options?.useDefault ?? false, f) ? 'asc' : f.helpers.arrayElement(['asc', 'desc']) }
+        }
+    };
+};
+
+export const fakeListProviderListingsResponse200 = (options?: Options): ListProviderListingsResponses[200] => fakeProviderListingList(options);
+
+export const fakeListProviderListingsResponse400 = (options?: Options): ListProviderListingsErrors[400] => fakeError(options);
+
+export const fakeListProviderListingsResponse401 = (options?: Options): ListProviderListingsErrors[401] => fakeError(options);
+
+export const fakeListProviderListingsResponse500 = (options?: Options): ListProviderListingsErrors[500] => fakeError(options);
+
+export const fakeListProviderListingsResponse501 = (options?: Options): ListProviderListingsErrors[501] => fakeError(options);
+
+export const fakeGetProviderListingRequest = (options?: Options): Omit<GetProviderListingData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            provider_listing_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeGetProviderListingResponse200 = (options?: Options): GetProviderListingResponses[200] => fakeProviderListing(options);
+
+export const fakeGetProviderListingResponse401 = (options?: Options): GetProviderListingErrors[401] => fakeError(options);
+
+export const fakeGetProviderListingResponse404 = (options?: Options): GetProviderListingErrors[404] => fakeError(options);
+
+export const fakeGetProviderListingResponse500 = (options?: Options): GetProviderListingErrors[500] => fakeError(options);
+
+export const fakeGetProviderListingResponse501 = (options?: Options): GetProviderListingErrors[501] => fakeError(options);
 
 export const fakeListProviderGroupsRequest = (options?: Options): Omit<ListProviderGroupsData, 'url'> => {
     const f = options?.faker ?? faker;
