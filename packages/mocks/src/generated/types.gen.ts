@@ -2269,12 +2269,6 @@ export type ProviderConfigSourceInline = {
      * Always `inline`.
      */
     type: 'inline';
-    /**
-     * The configuration values (write-only). At most 64 KiB when serialised as JSON.
-     */
-    data: {
-        [key: string]: unknown;
-    };
 };
 
 /**
@@ -2393,12 +2387,6 @@ export type ProviderConfigVaultCreate = {
     name: Name;
     description?: Description;
     metadata?: Metadata;
-    /**
-     * The configuration values to keep (write-only): stored encrypted, never returned. At most 64 KiB when serialised as JSON. They are not validated here but against the config schema of the deployment a config is created for, each time a config is created from the vault.
-     */
-    data: {
-        [key: string]: unknown;
-    };
 };
 
 /**
@@ -3324,6 +3312,54 @@ export type CustomProviderVersionCreateWritable = {
 };
 
 /**
+ * Config values given directly. `data` is validated against the deployment's config schema (JSON Schema 2020-12); each violation is reported in a 400 `invalid_data` error with its path, for example `["config", "data", "api_key"]`. The data is stored encrypted and is write-only.
+ */
+export type ProviderConfigSourceInlineWritable = {
+    /**
+     * Always `inline`.
+     */
+    type: 'inline';
+    /**
+     * The configuration values (write-only). At most 64 KiB when serialised as JSON.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * Body of a provider config create request.
+ */
+export type ProviderConfigCreateWritable = {
+    name: Name;
+    description?: Description;
+    metadata?: Metadata;
+    /**
+     * Where the configuration values come from: given directly (`inline`, with `data`) or taken from a config vault (`vault`, with `provider_config_vault_id`).
+     */
+    config: ({
+        type: 'inline';
+    } & ProviderConfigSourceInlineWritable) | ({
+        type: 'vault';
+    } & ProviderConfigSourceVault);
+};
+
+/**
+ * Body of a config vault create request.
+ */
+export type ProviderConfigVaultCreateWritable = {
+    name: Name;
+    description?: Description;
+    metadata?: Metadata;
+    /**
+     * The configuration values to keep (write-only): stored encrypted, never returned. At most 64 KiB when serialised as JSON. They are not validated here but against the config schema of the deployment a config is created for, each time a config is created from the vault.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
  * Body of an auth import create request. Member names are as the API description gives them (`providerAuthMethodId` in camelCase).
  */
 export type ProviderAuthImportCreateWritable = {
@@ -3414,6 +3450,10 @@ export type ListProviderOAuthTokenImportsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderOAuthTokenImportsError = ListProviderOAuthTokenImportsErrors[keyof ListProviderOAuthTokenImportsErrors];
@@ -3463,6 +3503,10 @@ export type CreateProviderOAuthTokenImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderOAuthTokenImportError = CreateProviderOAuthTokenImportErrors[keyof CreateProviderOAuthTokenImportErrors];
@@ -3505,6 +3549,10 @@ export type GetProviderOAuthTokenImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderOAuthTokenImportError = GetProviderOAuthTokenImportErrors[keyof GetProviderOAuthTokenImportErrors];
@@ -3563,6 +3611,10 @@ export type UpdateProviderOAuthTokenImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderOAuthTokenImportError = UpdateProviderOAuthTokenImportErrors[keyof UpdateProviderOAuthTokenImportErrors];
@@ -3605,6 +3657,10 @@ export type GetServerErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetServerError = GetServerErrors[keyof GetServerErrors];
@@ -3672,6 +3728,10 @@ export type ListProviderOAuthSetupsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderOAuthSetupsError = ListProviderOAuthSetupsErrors[keyof ListProviderOAuthSetupsErrors];
@@ -3726,6 +3786,10 @@ export type CreateProviderOAuthSetupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderOAuthSetupError = CreateProviderOAuthSetupErrors[keyof CreateProviderOAuthSetupErrors];
@@ -3772,6 +3836,10 @@ export type GetProviderOAuthSetupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderOAuthSetupError = GetProviderOAuthSetupErrors[keyof GetProviderOAuthSetupErrors];
@@ -3830,6 +3898,10 @@ export type UpdateProviderOAuthSetupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderOAuthSetupError = UpdateProviderOAuthSetupErrors[keyof UpdateProviderOAuthSetupErrors];
@@ -3901,6 +3973,10 @@ export type ListProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderAuthCredentialsError = ListProviderAuthCredentialsErrors[keyof ListProviderAuthCredentialsErrors];
@@ -3955,6 +4031,10 @@ export type CreateProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderAuthCredentialsError = CreateProviderAuthCredentialsErrors[keyof CreateProviderAuthCredentialsErrors];
@@ -4005,6 +4085,10 @@ export type DeleteProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderAuthCredentialsError = DeleteProviderAuthCredentialsErrors[keyof DeleteProviderAuthCredentialsErrors];
@@ -4051,6 +4135,10 @@ export type GetProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthCredentialsError = GetProviderAuthCredentialsErrors[keyof GetProviderAuthCredentialsErrors];
@@ -4109,6 +4197,10 @@ export type UpdateProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderAuthCredentialsError = UpdateProviderAuthCredentialsErrors[keyof UpdateProviderAuthCredentialsErrors];
@@ -4195,6 +4287,10 @@ export type ListToolCallsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListToolCallsError = ListToolCallsErrors[keyof ListToolCallsErrors];
@@ -4237,6 +4333,10 @@ export type GetToolCallErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetToolCallError = GetToolCallErrors[keyof GetToolCallErrors];
@@ -4332,6 +4432,10 @@ export type ListSessionToolCallsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionToolCallsError = ListSessionToolCallsErrors[keyof ListSessionToolCallsErrors];
@@ -4390,6 +4494,10 @@ export type CreateSessionToolCallErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionToolCallError = CreateSessionToolCallErrors[keyof CreateSessionToolCallErrors];
@@ -4436,6 +4544,10 @@ export type GetSessionToolCallErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionToolCallError = GetSessionToolCallErrors[keyof GetSessionToolCallErrors];
@@ -4511,6 +4623,10 @@ export type ListSessionProvidersErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionProvidersError = ListSessionProvidersErrors[keyof ListSessionProvidersErrors];
@@ -4569,6 +4685,10 @@ export type CreateSessionProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionProviderError = CreateSessionProviderErrors[keyof CreateSessionProviderErrors];
@@ -4619,6 +4739,10 @@ export type DeleteSessionProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteSessionProviderError = DeleteSessionProviderErrors[keyof DeleteSessionProviderErrors];
@@ -4665,6 +4789,10 @@ export type GetSessionProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionProviderError = GetSessionProviderErrors[keyof GetSessionProviderErrors];
@@ -4723,6 +4851,10 @@ export type UpdateSessionProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateSessionProviderError = UpdateSessionProviderErrors[keyof UpdateSessionProviderErrors];
@@ -4797,6 +4929,10 @@ export type ListCustomProvidersErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListCustomProvidersError = ListCustomProvidersErrors[keyof ListCustomProvidersErrors];
@@ -4842,6 +4978,10 @@ export type CreateCustomProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateCustomProviderError = CreateCustomProviderErrors[keyof CreateCustomProviderErrors];
@@ -4884,6 +5024,10 @@ export type GetCustomProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetCustomProviderError = GetCustomProviderErrors[keyof GetCustomProviderErrors];
@@ -4938,6 +5082,10 @@ export type UpdateCustomProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateCustomProviderError = UpdateCustomProviderErrors[keyof UpdateCustomProviderErrors];
@@ -5017,6 +5165,10 @@ export type ListCustomProviderCommitsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListCustomProviderCommitsError = ListCustomProviderCommitsErrors[keyof ListCustomProviderCommitsErrors];
@@ -5075,6 +5227,10 @@ export type CreateCustomProviderCommitErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateCustomProviderCommitError = CreateCustomProviderCommitErrors[keyof CreateCustomProviderCommitErrors];
@@ -5121,6 +5277,10 @@ export type GetCustomProviderCommitErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetCustomProviderCommitError = GetCustomProviderCommitErrors[keyof GetCustomProviderCommitErrors];
@@ -5196,6 +5356,10 @@ export type ListCustomProviderVersionsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListCustomProviderVersionsError = ListCustomProviderVersionsErrors[keyof ListCustomProviderVersionsErrors];
@@ -5254,6 +5418,10 @@ export type CreateCustomProviderVersionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateCustomProviderVersionError = CreateCustomProviderVersionErrors[keyof CreateCustomProviderVersionErrors];
@@ -5300,6 +5468,10 @@ export type GetCustomProviderVersionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetCustomProviderVersionError = GetCustomProviderVersionErrors[keyof GetCustomProviderVersionErrors];
@@ -5370,6 +5542,10 @@ export type ListSessionsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionsError = ListSessionsErrors[keyof ListSessionsErrors];
@@ -5419,6 +5595,10 @@ export type CreateSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionError = CreateSessionErrors[keyof CreateSessionErrors];
@@ -5465,6 +5645,10 @@ export type DeleteSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteSessionError = DeleteSessionErrors[keyof DeleteSessionErrors];
@@ -5507,6 +5691,10 @@ export type GetSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionError = GetSessionErrors[keyof GetSessionErrors];
@@ -5565,6 +5753,10 @@ export type UpdateSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateSessionError = UpdateSessionErrors[keyof UpdateSessionErrors];
@@ -5623,6 +5815,10 @@ export type ListSessionTemplatesErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionTemplatesError = ListSessionTemplatesErrors[keyof ListSessionTemplatesErrors];
@@ -5672,6 +5868,10 @@ export type CreateSessionTemplateErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionTemplateError = CreateSessionTemplateErrors[keyof CreateSessionTemplateErrors];
@@ -5714,6 +5914,10 @@ export type GetSessionTemplateErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionTemplateError = GetSessionTemplateErrors[keyof GetSessionTemplateErrors];
@@ -5768,6 +5972,10 @@ export type UpdateSessionTemplateErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateSessionTemplateError = UpdateSessionTemplateErrors[keyof UpdateSessionTemplateErrors];
@@ -5839,6 +6047,10 @@ export type ListSessionTemplateProvidersErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionTemplateProvidersError = ListSessionTemplateProvidersErrors[keyof ListSessionTemplateProvidersErrors];
@@ -5893,6 +6105,10 @@ export type CreateSessionTemplateProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionTemplateProviderError = CreateSessionTemplateProviderErrors[keyof CreateSessionTemplateProviderErrors];
@@ -5939,6 +6155,10 @@ export type DeleteSessionTemplateProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteSessionTemplateProviderError = DeleteSessionTemplateProviderErrors[keyof DeleteSessionTemplateProviderErrors];
@@ -5985,6 +6205,10 @@ export type GetSessionTemplateProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionTemplateProviderError = GetSessionTemplateProviderErrors[keyof GetSessionTemplateProviderErrors];
@@ -6043,6 +6267,10 @@ export type UpdateSessionTemplateProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateSessionTemplateProviderError = UpdateSessionTemplateProviderErrors[keyof UpdateSessionTemplateProviderErrors];
@@ -6117,6 +6345,10 @@ export type ListProviderDeploymentsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderDeploymentsError = ListProviderDeploymentsErrors[keyof ListProviderDeploymentsErrors];
@@ -6166,6 +6398,10 @@ export type CreateProviderDeploymentErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderDeploymentError = CreateProviderDeploymentErrors[keyof CreateProviderDeploymentErrors];
@@ -6212,6 +6448,10 @@ export type DeleteProviderDeploymentErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderDeploymentError = DeleteProviderDeploymentErrors[keyof DeleteProviderDeploymentErrors];
@@ -6254,6 +6494,10 @@ export type GetProviderDeploymentErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderDeploymentError = GetProviderDeploymentErrors[keyof GetProviderDeploymentErrors];
@@ -6308,6 +6552,10 @@ export type UpdateProviderDeploymentErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderDeploymentError = UpdateProviderDeploymentErrors[keyof UpdateProviderDeploymentErrors];
@@ -6375,6 +6623,10 @@ export type ListProviderConfigsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderConfigsError = ListProviderConfigsErrors[keyof ListProviderConfigsErrors];
@@ -6389,7 +6641,7 @@ export type ListProviderConfigsResponses = {
 export type ListProviderConfigsResponse = ListProviderConfigsResponses[keyof ListProviderConfigsResponses];
 
 export type CreateProviderConfigData = {
-    body: ProviderConfigCreate;
+    body: ProviderConfigCreateWritable;
     path: {
         /**
          * A provider deployment id.
@@ -6433,6 +6685,10 @@ export type CreateProviderConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderConfigError = CreateProviderConfigErrors[keyof CreateProviderConfigErrors];
@@ -6483,6 +6739,10 @@ export type DeleteProviderConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderConfigError = DeleteProviderConfigErrors[keyof DeleteProviderConfigErrors];
@@ -6529,6 +6789,10 @@ export type GetProviderConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderConfigError = GetProviderConfigErrors[keyof GetProviderConfigErrors];
@@ -6587,6 +6851,10 @@ export type UpdateProviderConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderConfigError = UpdateProviderConfigErrors[keyof UpdateProviderConfigErrors];
@@ -6633,6 +6901,10 @@ export type GetProviderConfigSchemaErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderConfigSchemaError = GetProviderConfigSchemaErrors[keyof GetProviderConfigSchemaErrors];
@@ -6700,6 +6972,10 @@ export type ListProviderConfigVaultsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderConfigVaultsError = ListProviderConfigVaultsErrors[keyof ListProviderConfigVaultsErrors];
@@ -6714,7 +6990,7 @@ export type ListProviderConfigVaultsResponses = {
 export type ListProviderConfigVaultsResponse = ListProviderConfigVaultsResponses[keyof ListProviderConfigVaultsResponses];
 
 export type CreateProviderConfigVaultData = {
-    body: ProviderConfigVaultCreate;
+    body: ProviderConfigVaultCreateWritable;
     path: {
         /**
          * A provider deployment id.
@@ -6754,6 +7030,10 @@ export type CreateProviderConfigVaultErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderConfigVaultError = CreateProviderConfigVaultErrors[keyof CreateProviderConfigVaultErrors];
@@ -6800,6 +7080,10 @@ export type DeleteProviderConfigVaultErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderConfigVaultError = DeleteProviderConfigVaultErrors[keyof DeleteProviderConfigVaultErrors];
@@ -6846,6 +7130,10 @@ export type GetProviderConfigVaultErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderConfigVaultError = GetProviderConfigVaultErrors[keyof GetProviderConfigVaultErrors];
@@ -6904,6 +7192,10 @@ export type UpdateProviderConfigVaultErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderConfigVaultError = UpdateProviderConfigVaultErrors[keyof UpdateProviderConfigVaultErrors];
@@ -6979,6 +7271,10 @@ export type ListProviderSetupSessionsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderSetupSessionsError = ListProviderSetupSessionsErrors[keyof ListProviderSetupSessionsErrors];
@@ -7033,6 +7329,10 @@ export type CreateProviderSetupSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderSetupSessionError = CreateProviderSetupSessionErrors[keyof CreateProviderSetupSessionErrors];
@@ -7079,6 +7379,10 @@ export type DeleteProviderSetupSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderSetupSessionError = DeleteProviderSetupSessionErrors[keyof DeleteProviderSetupSessionErrors];
@@ -7125,6 +7429,10 @@ export type GetProviderSetupSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderSetupSessionError = GetProviderSetupSessionErrors[keyof GetProviderSetupSessionErrors];
@@ -7183,6 +7491,10 @@ export type UpdateProviderSetupSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderSetupSessionError = UpdateProviderSetupSessionErrors[keyof UpdateProviderSetupSessionErrors];
@@ -7258,6 +7570,10 @@ export type ListProviderAuthConfigsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderAuthConfigsError = ListProviderAuthConfigsErrors[keyof ListProviderAuthConfigsErrors];
@@ -7312,6 +7628,10 @@ export type CreateProviderAuthConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderAuthConfigError = CreateProviderAuthConfigErrors[keyof CreateProviderAuthConfigErrors];
@@ -7362,6 +7682,10 @@ export type DeleteProviderAuthConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderAuthConfigError = DeleteProviderAuthConfigErrors[keyof DeleteProviderAuthConfigErrors];
@@ -7408,6 +7732,10 @@ export type GetProviderAuthConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthConfigError = GetProviderAuthConfigErrors[keyof GetProviderAuthConfigErrors];
@@ -7466,6 +7794,10 @@ export type UpdateProviderAuthConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderAuthConfigError = UpdateProviderAuthConfigErrors[keyof UpdateProviderAuthConfigErrors];
@@ -7537,6 +7869,10 @@ export type ListProviderAuthExportsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderAuthExportsError = ListProviderAuthExportsErrors[keyof ListProviderAuthExportsErrors];
@@ -7599,6 +7935,10 @@ export type CreateProviderAuthExportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderAuthExportError = CreateProviderAuthExportErrors[keyof CreateProviderAuthExportErrors];
@@ -7649,6 +7989,10 @@ export type GetProviderAuthExportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthExportError = GetProviderAuthExportErrors[keyof GetProviderAuthExportErrors];
@@ -7720,6 +8064,10 @@ export type ListProviderAuthImportsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderAuthImportsError = ListProviderAuthImportsErrors[keyof ListProviderAuthImportsErrors];
@@ -7778,6 +8126,10 @@ export type CreateProviderAuthImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderAuthImportError = CreateProviderAuthImportErrors[keyof CreateProviderAuthImportErrors];
@@ -7828,6 +8180,10 @@ export type GetProviderAuthImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthImportError = GetProviderAuthImportErrors[keyof GetProviderAuthImportErrors];
@@ -7883,6 +8239,10 @@ export type GetProviderAuthImportSchemaErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthImportSchemaError = GetProviderAuthImportSchemaErrors[keyof GetProviderAuthImportSchemaErrors];
@@ -7941,6 +8301,10 @@ export type ListProviderGroupsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderGroupsError = ListProviderGroupsErrors[keyof ListProviderGroupsErrors];
@@ -7986,6 +8350,10 @@ export type CreateProviderGroupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderGroupError = CreateProviderGroupErrors[keyof CreateProviderGroupErrors];
@@ -8028,6 +8396,10 @@ export type GetProviderGroupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderGroupError = GetProviderGroupErrors[keyof GetProviderGroupErrors];
@@ -8082,6 +8454,10 @@ export type UpdateProviderGroupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderGroupError = UpdateProviderGroupErrors[keyof UpdateProviderGroupErrors];
@@ -8140,6 +8516,10 @@ export type AddProviderGroupListingErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type AddProviderGroupListingError = AddProviderGroupListingErrors[keyof AddProviderGroupListingErrors];
@@ -8186,6 +8566,10 @@ export type RemoveProviderGroupListingErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type RemoveProviderGroupListingError = RemoveProviderGroupListingErrors[keyof RemoveProviderGroupListingErrors];
@@ -8244,6 +8628,10 @@ export type ListPortalsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListPortalsError = ListPortalsErrors[keyof ListPortalsErrors];
@@ -8289,6 +8677,10 @@ export type CreatePortalErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreatePortalError = CreatePortalErrors[keyof CreatePortalErrors];
@@ -8331,6 +8723,10 @@ export type DeletePortalErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeletePortalError = DeletePortalErrors[keyof DeletePortalErrors];
@@ -8373,6 +8769,10 @@ export type GetPortalErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetPortalError = GetPortalErrors[keyof GetPortalErrors];
@@ -8427,6 +8827,10 @@ export type UpdatePortalErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdatePortalError = UpdatePortalErrors[keyof UpdatePortalErrors];
@@ -8506,6 +8910,10 @@ export type ListPortalConsumerAccessErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListPortalConsumerAccessError = ListPortalConsumerAccessErrors[keyof ListPortalConsumerAccessErrors];
@@ -8564,6 +8972,10 @@ export type CreatePortalConsumerAccessErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreatePortalConsumerAccessError = CreatePortalConsumerAccessErrors[keyof CreatePortalConsumerAccessErrors];
@@ -8610,6 +9022,10 @@ export type DeletePortalConsumerAccessErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeletePortalConsumerAccessError = DeletePortalConsumerAccessErrors[keyof DeletePortalConsumerAccessErrors];
@@ -8656,6 +9072,10 @@ export type GetPortalConsumerAccessErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetPortalConsumerAccessError = GetPortalConsumerAccessErrors[keyof GetPortalConsumerAccessErrors];
