@@ -6,6 +6,7 @@ import { ensureFirstInstance, openMigratedDatabase } from "./bootstrap.ts";
 import { loadConfig } from "./config.ts";
 import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
+import { createHttpServer } from "./http/server.ts";
 import { upstreams } from "./runtimes/pool.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 import { bundledSpec } from "./spec.ts";
@@ -43,7 +44,8 @@ const deployJobs = new DeployJobRunner({
 });
 await deployJobs.start();
 
-const server: Server = app.listen(config.port, config.host, () => {
+const server: Server = createHttpServer(app);
+server.listen(config.port, config.host, () => {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const where = database.kind === "pglite" ? `embedded PGlite in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)";
