@@ -1,5 +1,9 @@
 import { ApiError } from "@toolplane/server-stubs";
 import type { ErrorRequestHandler, RequestHandler } from "express";
+import { isDatabaseUnavailable } from "../lib/db-errors.ts";
+
+/** What a client is told to wait during a database outage: about one reconnect attempt's time. */
+export const RETRY_AFTER_SECONDS = 5;
 
 /** Unknown routes: a 404 in the documented shape, before authentication (there is nothing to protect). */
 export const notFoundRoute: RequestHandler = (req, _res, next) => {
@@ -12,7 +16,9 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
  */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const apiError = toApiError(err, String(req.id));
-  if (apiError.status >= 500) req.log.error({ err }, "request failed");
+  // An outage answers every request with a 503 for a while: one warning line each, not a stack trace each.
+  if (apiError.code === "service_unavailable") req.log.warn({ code: apiError.code }, apiError.message);
+  else if (apiError.status >= 500) req.log.error({ err }, "request failed");
   else req.log.info({ code: apiError.code }, apiError.message);
   if (res.headersSent) {
     res.end();
@@ -33,6 +39,13 @@ function toApiError(err: unknown, requestId: string): ApiError {
   if (sqlState === "22021" || sqlState === "22P05") {
     return new ApiError("invalid_data", "A text value contains the NUL character (U+0000), which cannot be stored.", {
       hint: "Remove the NUL character; secret data (config and vault values) may contain it.",
+      cause: err,
+    });
+  }
+  // The database is down or restarting: nothing was written, and the pool reconnects by itself once it is back.
+  if (isDatabaseUnavailable(err)) {
+    return new ApiError("service_unavailable", "The database is unavailable; retry in a few seconds.", {
+      headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
       cause: err,
     });
   }
