@@ -566,6 +566,7 @@ export interface Database {
   custom_provider_commits: CustomProviderCommitsTable;
   custom_provider_jobs: CustomProviderJobsTable;
   catalog_state: CatalogStateTable;
+  slug_counters: SlugCountersTable;
 }
 
 /** The digest of the catalog last loaded in full (catalog/loader.ts `syncCatalog`). */
@@ -573,6 +574,14 @@ export interface CatalogStateTable {
   singleton: Generated<boolean>;
   digest: string;
   loaded_at: Timestamp;
+}
+
+/** The last `base-N` number handed out per instance, table and slug base (lib/slugged-insert.ts). */
+export interface SlugCountersTable {
+  instance_id: string;
+  scope: "portals" | "provider_groups" | "providers";
+  base: string;
+  last: number;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;
