@@ -687,7 +687,7 @@ export type ProviderOAuthSetupCreate = {
     description?: Description;
     metadata?: Metadata;
     /**
-     * An absolute `http` or `https` URL to send the user to when the flow ends (see the object's `redirect_url`).
+     * An absolute `http` or `https` URL to send the user to when the flow ends (see the object's `redirect_url`). It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
      */
     redirect_url?: string;
     /**
@@ -1317,7 +1317,7 @@ export type CustomProviderFromRemote = {
      */
     type: 'remote';
     /**
-     * The MCP endpoint's absolute `http` or `https` URL.
+     * The MCP endpoint's absolute `http` or `https` URL. It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
      */
     remote_url: string;
     /**
@@ -2493,7 +2493,7 @@ export type ProviderSetupSessionCreate = {
      */
     providerAuthCredentialsId?: string;
     /**
-     * An absolute `http` or `https` URL to send the user to when the flow ends (the object's `redirect_url`).
+     * An absolute `http` or `https` URL to send the user to when the flow ends (the object's `redirect_url`). It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
      */
     redirectUrl?: string;
     name?: Name;

@@ -2545,7 +2545,7 @@ export interface components {
             metadata?: components["schemas"]["Metadata"];
             /**
              * Format: uri
-             * @description An absolute `http` or `https` URL to send the user to when the flow ends (see the object's `redirect_url`).
+             * @description An absolute `http` or `https` URL to send the user to when the flow ends (see the object's `redirect_url`). It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
              */
             redirect_url?: string;
             /**
@@ -3480,7 +3480,7 @@ export interface components {
             type: "remote";
             /**
              * Format: uri
-             * @description The MCP endpoint's absolute `http` or `https` URL.
+             * @description The MCP endpoint's absolute `http` or `https` URL. It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
              * @example https://mcp.example.com/mcp
              */
             remote_url: string;
@@ -5330,7 +5330,7 @@ export interface components {
             providerAuthCredentialsId?: string;
             /**
              * Format: uri
-             * @description An absolute `http` or `https` URL to send the user to when the flow ends (the object's `redirect_url`).
+             * @description An absolute `http` or `https` URL to send the user to when the flow ends (the object's `redirect_url`). It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
              */
             redirectUrl?: string;
             name?: components["schemas"]["Name"];
