@@ -1,4 +1,4 @@
-import { ApiError } from "@toolplane/server-stubs";
+import { ApiError, type ErrorCode } from "@toolplane/server-stubs";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { isDatabaseUnavailable } from "../lib/db-errors.ts";
 
@@ -33,6 +33,17 @@ function toApiError(err: unknown, requestId: string): ApiError {
   // Express's router rejects an undecodable path (`/x/%zz`) with a URIError carrying status 400.
   if (err instanceof URIError && (err as { status?: unknown }).status === 400) {
     return new ApiError("bad_request", "The request path is not valid percent-encoded UTF-8.", { cause: err });
+  }
+  // Body parsers outside the API router (the OAuth pages' form parser) fail with http-errors: a 4xx status, a
+  // `type` and `expose` (the message is safe to show). An oversized form was a 500.
+  const parserError = err as { type?: unknown; status?: unknown; expose?: unknown; message?: unknown };
+  if (typeof parserError.type === "string" && parserError.expose === true && typeof parserError.status === "number") {
+    const byStatus: Record<number, ErrorCode> = { 413: "payload_too_large", 415: "unsupported_media_type" };
+    return new ApiError(
+      byStatus[parserError.status] ?? "bad_request",
+      `The request body could not be read: ${String(parserError.message)}.`,
+      { entity: "body", cause: err },
+    );
   }
   // PostgreSQL cannot store U+0000 in text or jsonb (22021, 22P05); the statement fails before anything is written.
   const sqlState = (err as { code?: unknown } | null)?.code;
