@@ -6,18 +6,26 @@ import { type ErrorCode, statusOfErrorCode } from "@toolplane/server-stubs";
  * Slowloris bounds: a client gets this long to send its headers, and this long for the whole request (body
  * included; a response streamed afterwards, such as an SSE stream, is not limited). Generous for a real client on
  * a slow link, short enough that trickling bytes cannot hold connections for minutes (Node's default request
- * timeout is 5 minutes). Node checks them every CHECK_INTERVAL_MS.
+ * timeout is 5 minutes).
  */
 export const HEADERS_TIMEOUT_MS = 15_000;
 export const REQUEST_TIMEOUT_MS = 60_000;
-const CHECK_INTERVAL_MS = 5_000;
+
+export interface HttpServerTimeouts {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
 
 /** The node:http server every process of ours listens with: the timeouts above and errors in the documented shape. */
-export function createHttpServer(app?: RequestListener): Server {
+export function createHttpServer(
+  app?: RequestListener,
+  timeouts: HttpServerTimeouts = { headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS },
+): Server {
   const server = createServer({
-    headersTimeout: HEADERS_TIMEOUT_MS,
-    requestTimeout: REQUEST_TIMEOUT_MS,
-    connectionsCheckingInterval: CHECK_INTERVAL_MS,
+    headersTimeout: timeouts.headersTimeoutMs,
+    requestTimeout: timeouts.requestTimeoutMs,
+    // Node checks the timeouts on this period (30 s by default, which would double the headers bound).
+    connectionsCheckingInterval: Math.min(5_000, timeouts.headersTimeoutMs / 2),
   });
   if (app) server.on("request", app);
   server.on("clientError", answerClientError);

@@ -1,9 +1,10 @@
 // Input no handler can process is refused in one place (the API router and the HTTP server), quickly and in the
 // documented error shape: deep nesting, text PostgreSQL cannot store, lying Content-Length, unknown methods and
 // malformed headers.
-import { connect } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import type { ErrorBody } from "@toolplane/client";
 import { describe, expect, it } from "vitest";
+import { createHttpServer } from "../../src/http/server.ts";
 import { useTestServer } from "../support/fixture.ts";
 
 const t = useTestServer();
@@ -11,12 +12,24 @@ const t = useTestServer();
 const post = (path: string, body: string) =>
   t.fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body });
 
-/** Sends raw bytes and resolves with everything the server answers before it closes the connection. */
-function raw(request: string, timeoutMs = 5_000): Promise<{ text: string; ms: number }> {
-  const { port, hostname } = new URL(t.url);
+/**
+ * Sends raw bytes (a string at once, or an array of chunks 200 ms apart) and resolves with everything the server
+ * answers before it closes the connection.
+ */
+function raw(request: string | string[], timeoutMs = 5_000, url = t.url): Promise<{ text: string; ms: number }> {
+  const { port, hostname } = new URL(url);
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(request));
+    const chunks = typeof request === "string" ? [request] : [...request];
+    const socket = connect(Number(port), hostname, () => {
+      const next = () => {
+        const chunk = chunks.shift();
+        if (chunk === undefined || socket.destroyed) return;
+        socket.write(chunk);
+        setTimeout(next, 200);
+      };
+      next();
+    });
     let text = "";
     const timer = setTimeout(() => {
       socket.destroy();
@@ -87,6 +100,25 @@ describe("hostile input", () => {
     const header = await raw("GET /provider-groups HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n");
     expect(header.text).toMatch(/^HTTP\/1\.1 400 /);
     expect(bodyOf(header.text)).toMatchObject({ status: 400, code: "bad_request" });
+  });
+});
+
+describe("slow clients", () => {
+  it("closes a connection whose headers trickle in past the headers timeout, with a 408 in the error shape", async () => {
+    const server = createHttpServer((_req, res) => res.end("ok"), { headersTimeoutMs: 1_000, requestTimeoutMs: 2_000 });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const trickle = ["GET / HTTP/1.1\r\nHost: x\r\n", ...Array.from({ length: 40 }, (_, i) => `X-${i}: y\r\n`)];
+      const { text, ms } = await raw(trickle, 6_000, url);
+      expect(text).toMatch(/^HTTP\/1\.1 408 /);
+      expect(bodyOf(text)).toMatchObject({ __typename: "error", ok: false, status: 408, code: "timeout" });
+      expect(ms).toBeLessThan(4_000);
+      // A normal request on the same server is unaffected.
+      expect(await (await fetch(url)).text()).toBe("ok");
+    } finally {
+      server.close();
+    }
   });
 });
 
