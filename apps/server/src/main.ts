@@ -77,6 +77,8 @@ await new Promise<void>((resolve, reject) => {
   await database.close();
   startupFailed(err);
 });
+// Once listening, a server error (running out of file descriptors, say) is logged; it must not end the process.
+server.on("error", (err) => logger.error({ err }, "HTTP server error"));
 
 const address = server.address();
 const port = typeof address === "object" && address ? address.port : config.port;
