@@ -5,7 +5,7 @@ import { ApiKeyVerifier } from "./auth/api-keys.ts";
 import type { RequestContext } from "./context.ts";
 import type { Db } from "./db/database.ts";
 import { docsRouter } from "./http/docs.ts";
-import { errorHandler, notFoundRoute } from "./http/errors.ts";
+import { errorHandler, notFoundRoute, RETRY_AFTER_SECONDS } from "./http/errors.ts";
 import { requestLogger } from "./http/logging.ts";
 import { portalPageRouter } from "./http/portal-page.ts";
 import { mcpGatewayRouter } from "./mcp/router.ts";
@@ -38,6 +38,7 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
   });
   app.get("/ready", async (_req, res) => {
     const ready = await (deps.isReady?.() ?? Promise.resolve(true)).catch(() => false);
+    if (!ready) res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
   });
   app.use(docsRouter(deps.spec));

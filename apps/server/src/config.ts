@@ -1,4 +1,5 @@
 import { isAbsolute, join, resolve } from "node:path";
+import { maskUrlCredentials } from "@toolplane/server-stubs";
 import { BUILTIN_CATALOG_DIR } from "./catalog/loader.ts";
 
 export interface Config {
@@ -26,8 +27,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     host,
     port,
-    publicUrl: (env.TOOLPLANE_PUBLIC_URL ?? `http://${host}:${port}`).replace(/\/+$/, ""),
-    databaseUrl: env.DATABASE_URL || undefined,
+    publicUrl: env.TOOLPLANE_PUBLIC_URL ? publicUrl(env.TOOLPLANE_PUBLIC_URL) : `http://${host}:${port}`,
+    databaseUrl: databaseUrl(env.DATABASE_URL),
     dataDir: isAbsolute(dataDir) ? dataDir : resolve(join(base, dataDir)),
     catalogDirs: [
       BUILTIN_CATALOG_DIR,
@@ -37,9 +38,43 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .map((d) => (isAbsolute(d) ? d : resolve(join(base, d)))),
     ],
     bodyLimitBytes: integer(env, "TOOLPLANE_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
-    logLevel: env.LOG_LEVEL ?? "info",
+    logLevel: logLevel(env.LOG_LEVEL),
     shutdownTimeoutMs: integer(env, "TOOLPLANE_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
   };
+}
+
+/** A configuration value that is wrong: main prints the message (which names the variable) and exits. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+function logLevel(raw: string | undefined): string {
+  if (!raw) return "info";
+  if (!LOG_LEVELS.includes(raw))
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${raw}"`);
+  return raw;
+}
+
+function databaseUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  const shown = maskUrlCredentials(raw);
+  if (!URL.canParse(raw)) {
+    throw new ConfigError(`DATABASE_URL must be a postgres://user:password@host:port/database URL, got "${shown}"`);
+  }
+  const { protocol } = new URL(raw);
+  if (protocol !== "postgres:" && protocol !== "postgresql:") {
+    throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql://, got "${shown}"`);
+  }
+  return raw;
+}
+
+function publicUrl(raw: string): string {
+  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) {
+    throw new ConfigError(`TOOLPLANE_PUBLIC_URL must be an absolute http or https URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, "");
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -47,7 +82,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new Error(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return value;
 }

@@ -3,22 +3,43 @@ import { join } from "node:path";
 import { sql } from "kysely";
 import { createApp } from "./app.ts";
 import { ensureFirstInstance, openMigratedDatabase } from "./bootstrap.ts";
-import { loadConfig } from "./config.ts";
+import { type Config, loadConfig } from "./config.ts";
 import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
+import { createHttpServer } from "./http/server.ts";
 import { upstreams } from "./runtimes/pool.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 import { bundledSpec } from "./spec.ts";
+import { describeStartupError } from "./startup-error.ts";
 
-const config = loadConfig();
+/** Start-up failures end here: one line on stderr naming what to fix, exit status 1, no stack trace. */
+function exitOnStartupError(err: unknown, settings?: Config): never {
+  process.stderr.write(`toolplane: cannot start: ${describeStartupError(err, settings)}\n`);
+  process.exit(1);
+}
+
+const config = (() => {
+  try {
+    return loadConfig();
+  } catch (err) {
+    return exitOnStartupError(err);
+  }
+})();
+const startupFailed = (err: unknown): never => exitOnStartupError(err, config);
 const logger = createLogger(config.logLevel);
 const startedAt = performance.now();
 
-const secrets = new SecretBox(
-  loadSecretKeys(process.env.TOOLPLANE_SECRET_KEY, config.databaseUrl ? undefined : config.dataDir),
-);
-const database = await openMigratedDatabase(config);
-const firstKey = await ensureFirstInstance(database);
+const secrets = (() => {
+  try {
+    return new SecretBox(
+      loadSecretKeys(process.env.TOOLPLANE_SECRET_KEY, config.databaseUrl ? undefined : config.dataDir),
+    );
+  } catch (err) {
+    return startupFailed(err);
+  }
+})();
+const database = await openMigratedDatabase(config).catch(startupFailed);
+const firstKey = await ensureFirstInstance(database).catch(startupFailed);
 
 const app = createApp({
   db: database.db,
@@ -41,26 +62,40 @@ const deployJobs = new DeployJobRunner({
   dockerHost: process.env.DOCKER_HOST || undefined,
   logger,
 });
-await deployJobs.start();
+await deployJobs.start().catch(startupFailed);
 
-const server: Server = app.listen(config.port, config.host, () => {
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : config.port;
-  const where = database.kind === "pglite" ? `embedded PGlite in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)";
-  logger.info({ port, database: database.kind, startupMs: Math.round(performance.now() - startedAt) }, "listening");
-  const lines = [
-    "",
-    `  Toolplane API listening on http://${config.host}:${port}`,
-    `  API reference:          http://${config.host}:${port}/docs`,
-    `  Database:               ${where}`,
-    "  Catalog providers:      `pnpm catalog list` shows their ids",
-    firstKey
-      ? `  API key (shown once):   ${firstKey}`
-      : "  API key:                created on first start; make another with `pnpm keys create`",
-    "",
-  ];
-  process.stdout.write(`${lines.join("\n")}\n`);
+const server: Server = createHttpServer(app);
+// A port in use used to print "listening" and leave a process that served nothing.
+await new Promise<void>((resolve, reject) => {
+  server.once("error", reject);
+  server.listen(config.port, config.host, () => {
+    server.off("error", reject);
+    resolve();
+  });
+}).catch(async (err: unknown) => {
+  await deployJobs.stop();
+  await database.close();
+  startupFailed(err);
 });
+// Once listening, a server error (running out of file descriptors, say) is logged; it must not end the process.
+server.on("error", (err) => logger.error({ err }, "HTTP server error"));
+
+const address = server.address();
+const port = typeof address === "object" && address ? address.port : config.port;
+const where = database.kind === "pglite" ? `embedded PGlite in ${config.dataDir}` : "PostgreSQL (DATABASE_URL)";
+logger.info({ port, database: database.kind, startupMs: Math.round(performance.now() - startedAt) }, "listening");
+const lines = [
+  "",
+  `  Toolplane API listening on http://${config.host}:${port}`,
+  `  API reference:          http://${config.host}:${port}/docs`,
+  `  Database:               ${where}`,
+  "  Catalog providers:      `pnpm catalog list` shows their ids",
+  firstKey
+    ? `  API key (shown once):   ${firstKey}`
+    : "  API key:                created on first start; make another with `pnpm keys create`",
+  "",
+];
+process.stdout.write(`${lines.join("\n")}\n`);
 
 let stopping = false;
 async function shutdown(signal: string) {

@@ -3,4 +3,5 @@ export * from "./generated/operations.gen.ts";
 export type { Handler, OperationDescriptor, OperationId, OperationInput, SuccessBody } from "./handler.ts";
 export type { OpenApiDocument } from "./openapi.ts";
 export { type ApiRouterOptions, createApiRouter } from "./router.ts";
+export { CREDENTIALS_GO_ELSEWHERE, credentialsInUrl, maskUrlCredentials } from "./url-credentials.ts";
 export { toDetails as ajvErrorsToDetails } from "./validation.ts";

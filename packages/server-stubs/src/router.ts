@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { ApiError } from "./errors.ts";
 import { type Handlers, operationTable } from "./generated/operations.gen.ts";
 import type { OperationDescriptor, OperationInput } from "./handler.ts";
+import { createInputGuard } from "./input-guard.ts";
 import type { OpenApiDocument } from "./openapi.ts";
 import { compileValidators } from "./validation.ts";
 
@@ -24,6 +25,7 @@ type AnyHandler<Ctx> = (input: OperationInput<never>, ctx: Ctx) => Promise<unkno
  */
 export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Router {
   const router = express.Router({ strict: false });
+  router.use(refuseOversizedBodies(options.bodyLimitBytes));
   // One sub-router per first path segment (resource), so a request is matched against its resource's few routes
   // instead of every operation's in turn (a GET of a deployment went through ~50 route patterns).
   const resources = new Map<string, express.Router>();
@@ -38,6 +40,7 @@ export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Ro
     return { resource, route: toExpressPath(path.slice(prefix.length)) || "/" };
   };
   const validators = compileValidators(options.spec, operationTable);
+  const guard = createInputGuard(options.spec);
   const parseJson = express.json({ limit: options.bodyLimitBytes, type: () => true, strict: false });
 
   const readBody = (req: Request, res: Response) =>
@@ -58,8 +61,11 @@ export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Ro
     resource[op.method](route, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const ctx = await options.context(req);
+        guard.check(req.params, "path");
+        const raw = rawQuery(req.originalUrl);
+        guard.check(Object.fromEntries(new URLSearchParams(raw)), "query");
         const path = validator.path(req.params as Record<string, string>);
-        const query = validator.query(rawQuery(req.originalUrl));
+        const query = validator.query(raw);
         let body: unknown;
         if (validator.hasBody) {
           if (hasRequestBody(req)) {
@@ -70,6 +76,7 @@ export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Ro
               );
             }
             await readBody(req, res);
+            guard.check(req.body, "body");
             body = validator.body(req.body);
           } else if (validator.bodyRequired) {
             throw new ApiError("invalid_data", "Request body is required: send a JSON object.", {
@@ -128,10 +135,29 @@ function hasRequestBody(req: Request): boolean {
   return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
+/**
+ * A declared length above the limit is refused before anything else (authentication included) and the connection
+ * is closed after the answer: the body parser would otherwise read (and discard) the whole announced body first, so
+ * a lying `Content-Length: 99999999999` with a 2-byte body was never answered.
+ */
+function refuseOversizedBodies(limit: number): express.RequestHandler {
+  return (req, _res, next) => {
+    const length = Number(req.headers["content-length"] ?? 0);
+    if (!(length > limit)) return next();
+    next(tooLarge(limit));
+  };
+}
+
+const tooLarge = (limit: number) =>
+  new ApiError("payload_too_large", `Request body exceeds the limit of ${limit} bytes.`, {
+    entity: "body",
+    headers: { Connection: "close" },
+  });
+
 function bodyParserError(err: unknown, limit: number): ApiError {
   const type = (err as { type?: string }).type;
   if (type === "entity.too.large") {
-    return new ApiError("payload_too_large", `Request body exceeds the limit of ${limit} bytes.`, { entity: "body" });
+    return tooLarge(limit);
   }
   if (type === "entity.parse.failed") {
     return new ApiError("bad_request", "Request body is not valid JSON.", { entity: "body", cause: err });

@@ -3,6 +3,7 @@ import addFormatsModule from "ajv-formats";
 import { ApiError, type ErrorDetail } from "./errors.ts";
 import type { OperationDescriptor } from "./handler.ts";
 import type { OpenApiDocument, OpenApiOperation, OpenApiParameter } from "./openapi.ts";
+import { CREDENTIALS_GO_ELSEWHERE, credentialsInUrl } from "./url-credentials.ts";
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 const DOC_ID = "toolplane:openapi";
@@ -63,6 +64,7 @@ export function compileValidators(
   for (const ajv of [strictAjv, coercingAjv]) {
     addFormats(ajv);
     ajv.addKeyword(maxBytesKeyword);
+    ajv.addKeyword(noCredentialsKeyword);
     ajv.addSchema(document);
   }
   const compile = (ajv: Ajv2020, operationId: string, part: string): ValidateFunction => {
@@ -111,6 +113,31 @@ const maxBytesKeyword: KeywordDefinition = {
     if (Buffer.byteLength(JSON.stringify(data) ?? "") <= limit) return true;
     (maxBytes as { errors?: Partial<ErrorObject>[] }).errors = [
       { keyword: "x-max-bytes", message: `must serialise to at most ${limit} bytes of JSON`, params: { limit } },
+    ];
+    return false;
+  },
+};
+
+/**
+ * `x-no-credentials: true` in the spec: a URL the server stores and shows (an upstream's `remote_url`, a
+ * `redirect_url`) must not carry credentials, which would sit in plain text in the database, in responses and in
+ * logs. The message says where they go instead.
+ */
+const noCredentialsKeyword: KeywordDefinition = {
+  keyword: "x-no-credentials",
+  schemaType: "boolean",
+  type: "string",
+  errors: true,
+  validate: function noCredentials(enabled: boolean, data: string) {
+    const found = enabled ? credentialsInUrl(data) : undefined;
+    if (found === undefined) return true;
+    const what = found === "userinfo" ? "a user name or password (user:password@)" : `the query parameter ${found}`;
+    (noCredentials as { errors?: Partial<ErrorObject>[] }).errors = [
+      {
+        keyword: "x-no-credentials",
+        message: `must not carry credentials, found ${what}: ${CREDENTIALS_GO_ELSEWHERE}`,
+        params: { found },
+      },
     ];
     return false;
   },
@@ -190,6 +217,7 @@ const CODES: Record<string, string> = {
   oneOf: "one_of",
   anyOf: "any_of",
   "x-max-bytes": "max_bytes",
+  "x-no-credentials": "credentials_in_url",
 };
 
 /** Ajv errors as documented error details: one per problem, with the path of the offending field. */

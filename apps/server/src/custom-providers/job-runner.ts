@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { maskUrlCredentials } from "@toolplane/server-stubs";
 import { sql } from "kysely";
 import type { Logger } from "pino";
 import type { Db } from "../db/database.ts";
@@ -191,7 +192,8 @@ export class DeployJobRunner {
       outcome = { ok: true, ...deployed };
     } catch (error) {
       if (error instanceof ProbeError || error instanceof DeployError) {
-        outcome = { ok: false, error: { code: error.code, message: error.message } };
+        // Stored and shown on the version: masked again in case a message quotes a URL with credentials.
+        outcome = { ok: false, error: { code: error.code, message: maskUrlCredentials(error.message) } };
       } else {
         logger?.error({ err: error, versionId: claim.versionId }, "custom provider deployment failed unexpectedly");
         outcome = {

@@ -1,5 +1,6 @@
 import type { Client, Transport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { maskUrlCredentials } from "@toolplane/server-stubs";
 import type { CatalogTool } from "../db/schema.ts";
 import { createClient, createTransport, type UpstreamTarget } from "../runtimes/connect.ts";
 
@@ -39,7 +40,9 @@ function describe(target: UpstreamTarget): string {
 function detail(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } })?.cause;
   const text = typeof cause?.code === "string" ? cause.code : error instanceof Error ? error.message : String(error);
-  return text.length > DETAIL_MAX ? `${text.slice(0, DETAIL_MAX)}…` : text;
+  // An upstream's or fetch's message may quote the URL, credentials and all (stored ones predate their refusal).
+  const masked = maskUrlCredentials(text);
+  return masked.length > DETAIL_MAX ? `${masked.slice(0, DETAIL_MAX)}…` : masked;
 }
 
 /** Races `work` against the deadline and the abort signal; on either, `onCancel` tears the connection down. */

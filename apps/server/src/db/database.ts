@@ -40,6 +40,15 @@ class PreparingClient extends pg.Client {
   /** Statements this connection prepares again under a new name (see `replaceStale`). */
   private readonly renamed = new Map<string, string>();
 
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    // The pool listens for `error` only on idle clients. When the server goes away while a client is checked out
+    // (postmaster killed, `pg_ctl restart` under load), the client emits `error` with no listener, which crashed
+    // the process. The query in flight is rejected with the same error (the request answers 503), and the pool
+    // discards the client on release because it is no longer queryable, so here there is nothing left to do.
+    this.on("error", () => {});
+  }
+
   // biome-ignore lint/suspicious/noExplicitAny: forwards pg's overloaded query() as is
   override query(...args: any[]): any {
     const [text, values] = args;
@@ -69,10 +78,21 @@ class PreparingClient extends pg.Client {
   }
 }
 
+/** How long a query waits for a PostgreSQL connection before the request fails as unavailable (503). */
+export const DATABASE_CONNECT_TIMEOUT_MS = 5_000;
+
 /** One data layer for both engines: the same Kysely queries and SQL migrations run on PGlite and PostgreSQL. */
 export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHandle> {
   if (target.kind === "postgres") {
-    const pool = new pg.Pool({ connectionString: target.url, max: target.poolSize ?? 10, Client: PreparingClient });
+    const pool = new pg.Pool({
+      connectionString: target.url,
+      max: target.poolSize ?? 10,
+      Client: PreparingClient,
+      // While the database is down a request waits at most this long for a connection, then answers 503
+      // (pg's default is to wait forever); keepAlive notices a server that vanished without closing the socket.
+      connectionTimeoutMillis: DATABASE_CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+    });
     // An idle pooled connection the server ends (restart, failover, a dropped database) is emitted here; the pool
     // has already discarded it and the next query opens a new one. Unhandled, it would crash the process.
     pool.on("error", () => {});

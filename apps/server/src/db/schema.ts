@@ -566,9 +566,10 @@ export interface Database {
   custom_provider_jobs: CustomProviderJobsTable;
   catalog_state: CatalogStateTable;
   mcp_connections: McpConnectionsTable;
+  slug_counters: SlugCountersTable;
 }
 
-/** A 2025-era client's MCP session on a session's endpoint (mcp/connections.ts). */
+/** A 2025-era client's MCP session on a session's endpoint (mcp/router.ts). */
 export interface McpConnectionsTable {
   id: string;
   session_id: string;
@@ -583,6 +584,14 @@ export interface CatalogStateTable {
   singleton: Generated<boolean>;
   digest: string;
   loaded_at: Timestamp;
+}
+
+/** The last `base-N` number handed out per instance, table and slug base (lib/slugged-insert.ts). */
+export interface SlugCountersTable {
+  instance_id: string;
+  scope: "portals" | "provider_groups" | "providers";
+  base: string;
+  last: number;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

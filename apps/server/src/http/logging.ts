@@ -1,3 +1,4 @@
+import { maskUrlCredentials } from "@toolplane/server-stubs";
 import type { RequestHandler } from "express";
 import { type Logger, pino } from "pino";
 import { newId } from "../lib/ids.ts";
@@ -20,7 +21,10 @@ declare module "http" {
  * buffered is flushed when the process exits.
  */
 export function createLogger(level: string): Logger {
-  return pino({ level, redact: { paths: REDACT, censor: "[redacted]" } }, pino.destination({ sync: false }));
+  return pino(
+    { level, redact: { paths: REDACT, censor: "[redacted]" }, serializers: { err: serializeError } },
+    pino.destination({ sync: false }),
+  );
 }
 
 /**
@@ -58,4 +62,15 @@ export function requestLogger(logger: Logger): RequestHandler {
   };
 }
 
-const maskUrl = (url: string) => url.replace(/([?&](?:code|state|token|access_token)=)[^&]*/g, "$1[redacted]");
+/** Request URLs in logs: credentials masked, and the OAuth callback's one-time `code` and `state` too. */
+const maskUrl = (url: string) => maskUrlCredentials(url, ["code", "state"]);
+
+/** Logged errors keep their message and stack, with any URL credentials they quote masked. */
+function serializeError(err: unknown): unknown {
+  const serialized = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
+  for (const field of ["message", "stack"]) {
+    const value = serialized[field];
+    if (typeof value === "string") serialized[field] = maskUrlCredentials(value);
+  }
+  return serialized;
+}

@@ -10,12 +10,3 @@ export function slugify(name: string): string {
     .replace(/-+$/g, "");
   return slug || "item";
 }
-
-/** The first of `base`, `base-2`, `base-3`, … that `taken` does not hold. */
-export function uniqueSlug(base: string, taken: ReadonlySet<string>): string {
-  if (!taken.has(base)) return base;
-  for (let n = 2; ; n++) {
-    const candidate = `${base}-${n}`;
-    if (!taken.has(candidate)) return candidate;
-  }
-}

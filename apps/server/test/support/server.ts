@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { PGlite } from "@electric-sql/pglite";
 import { createToolplaneClient, type ToolplaneClient } from "@toolplane/client";
@@ -7,6 +6,7 @@ import { type Level, pino } from "pino";
 import { createApp } from "../../src/app.ts";
 import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import type { Db } from "../../src/db/database.ts";
+import { createHttpServer } from "../../src/http/server.ts";
 import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
 import { bundledSpec } from "../../src/spec.ts";
 import { createTestDatabase } from "./database.ts";
@@ -65,7 +65,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const logger = options.logLevel
     ? pino({ level: options.logLevel }, { write: (line: string) => (logged += line) })
     : pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
-  const server = createServer();
+  const server = createHttpServer();
   server.listen(0, "127.0.0.1");
   await new Promise<void>((resolve) => server.once("listening", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

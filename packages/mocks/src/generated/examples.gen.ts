@@ -2624,6 +2624,43 @@ export function customProviderVersionCreateWritableExample() {
     };
 }
 
+export function providerConfigSourceInlineWritableExample() {
+    return {
+        type: 'inline',
+        data: {
+            workspace: 'staging',
+            api_key: 'sk_live_example'
+        }
+    };
+}
+
+export function providerConfigCreateWritableExample() {
+    return {
+        name: 'Staging settings',
+        description: 'Points the server at the staging workspace.',
+        metadata: {
+            env: 'staging'
+        },
+        config: {
+            type: 'inline',
+            data: {
+                workspace: 'staging',
+                api_key: 'sk_live_example'
+            }
+        }
+    };
+}
+
+export function providerConfigVaultCreateWritableExample() {
+    return {
+        name: 'Staging credentials',
+        description: 'Shared by every staging config of this provider.',
+        data: {
+            api_key: 'sk_live_example'
+        }
+    };
+}
+
 export function providerAuthImportCreateWritableExample() {
     return {
         note: 'Tokens moved over from the old instance.',

@@ -719,7 +719,7 @@ export type ProviderOAuthSetupCreate = {
     description?: Description;
     metadata?: Metadata;
     /**
-     * An absolute `http` or `https` URL to send the user to when the flow ends (see the object's `redirect_url`).
+     * An absolute `http` or `https` URL to send the user to when the flow ends (see the object's `redirect_url`). It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
      */
     redirect_url?: string;
     /**
@@ -1349,7 +1349,7 @@ export type CustomProviderFromRemote = {
      */
     type: 'remote';
     /**
-     * The MCP endpoint's absolute `http` or `https` URL.
+     * The MCP endpoint's absolute `http` or `https` URL. It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
      */
     remote_url: string;
     /**
@@ -2301,12 +2301,6 @@ export type ProviderConfigSourceInline = {
      * Always `inline`.
      */
     type: 'inline';
-    /**
-     * The configuration values (write-only). At most 64 KiB when serialised as JSON.
-     */
-    data: {
-        [key: string]: unknown;
-    };
 };
 
 /**
@@ -2425,12 +2419,6 @@ export type ProviderConfigVaultCreate = {
     name: Name;
     description?: Description;
     metadata?: Metadata;
-    /**
-     * The configuration values to keep (write-only): stored encrypted, never returned. At most 64 KiB when serialised as JSON. They are not validated here but against the config schema of the deployment a config is created for, each time a config is created from the vault.
-     */
-    data: {
-        [key: string]: unknown;
-    };
 };
 
 /**
@@ -2537,7 +2525,7 @@ export type ProviderSetupSessionCreate = {
      */
     providerAuthCredentialsId?: string;
     /**
-     * An absolute `http` or `https` URL to send the user to when the flow ends (the object's `redirect_url`).
+     * An absolute `http` or `https` URL to send the user to when the flow ends (the object's `redirect_url`). It must not carry credentials (`user:password@`, or query parameters such as `token`, `api_key` or `password`): those belong in an auth config or a config, and such a URL is a 400 `invalid_data`.
      */
     redirectUrl?: string;
     name?: Name;
@@ -3507,6 +3495,54 @@ export type CustomProviderVersionCreateWritable = {
 };
 
 /**
+ * Config values given directly. `data` is validated against the deployment's config schema (JSON Schema 2020-12); each violation is reported in a 400 `invalid_data` error with its path, for example `["config", "data", "api_key"]`. The data is stored encrypted and is write-only.
+ */
+export type ProviderConfigSourceInlineWritable = {
+    /**
+     * Always `inline`.
+     */
+    type: 'inline';
+    /**
+     * The configuration values (write-only). At most 64 KiB when serialised as JSON.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * Body of a provider config create request.
+ */
+export type ProviderConfigCreateWritable = {
+    name: Name;
+    description?: Description;
+    metadata?: Metadata;
+    /**
+     * Where the configuration values come from: given directly (`inline`, with `data`) or taken from a config vault (`vault`, with `provider_config_vault_id`).
+     */
+    config: ({
+        type: 'inline';
+    } & ProviderConfigSourceInlineWritable) | ({
+        type: 'vault';
+    } & ProviderConfigSourceVault);
+};
+
+/**
+ * Body of a config vault create request.
+ */
+export type ProviderConfigVaultCreateWritable = {
+    name: Name;
+    description?: Description;
+    metadata?: Metadata;
+    /**
+     * The configuration values to keep (write-only): stored encrypted, never returned. At most 64 KiB when serialised as JSON. They are not validated here but against the config schema of the deployment a config is created for, each time a config is created from the vault.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
  * Body of an auth import create request. Member names are as the API description gives them (`providerAuthMethodId` in camelCase).
  */
 export type ProviderAuthImportCreateWritable = {
@@ -3597,6 +3633,10 @@ export type ListProviderOAuthTokenImportsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderOAuthTokenImportsError = ListProviderOAuthTokenImportsErrors[keyof ListProviderOAuthTokenImportsErrors];
@@ -3646,6 +3686,10 @@ export type CreateProviderOAuthTokenImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderOAuthTokenImportError = CreateProviderOAuthTokenImportErrors[keyof CreateProviderOAuthTokenImportErrors];
@@ -3688,6 +3732,10 @@ export type GetProviderOAuthTokenImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderOAuthTokenImportError = GetProviderOAuthTokenImportErrors[keyof GetProviderOAuthTokenImportErrors];
@@ -3746,6 +3794,10 @@ export type UpdateProviderOAuthTokenImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderOAuthTokenImportError = UpdateProviderOAuthTokenImportErrors[keyof UpdateProviderOAuthTokenImportErrors];
@@ -3846,6 +3898,10 @@ export type GetServerErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetServerError = GetServerErrors[keyof GetServerErrors];
@@ -3913,6 +3969,10 @@ export type ListProviderOAuthSetupsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderOAuthSetupsError = ListProviderOAuthSetupsErrors[keyof ListProviderOAuthSetupsErrors];
@@ -3967,6 +4027,10 @@ export type CreateProviderOAuthSetupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderOAuthSetupError = CreateProviderOAuthSetupErrors[keyof CreateProviderOAuthSetupErrors];
@@ -4013,6 +4077,10 @@ export type GetProviderOAuthSetupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderOAuthSetupError = GetProviderOAuthSetupErrors[keyof GetProviderOAuthSetupErrors];
@@ -4071,6 +4139,10 @@ export type UpdateProviderOAuthSetupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderOAuthSetupError = UpdateProviderOAuthSetupErrors[keyof UpdateProviderOAuthSetupErrors];
@@ -4142,6 +4214,10 @@ export type ListProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderAuthCredentialsError = ListProviderAuthCredentialsErrors[keyof ListProviderAuthCredentialsErrors];
@@ -4196,6 +4272,10 @@ export type CreateProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderAuthCredentialsError = CreateProviderAuthCredentialsErrors[keyof CreateProviderAuthCredentialsErrors];
@@ -4246,6 +4326,10 @@ export type DeleteProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderAuthCredentialsError = DeleteProviderAuthCredentialsErrors[keyof DeleteProviderAuthCredentialsErrors];
@@ -4292,6 +4376,10 @@ export type GetProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthCredentialsError = GetProviderAuthCredentialsErrors[keyof GetProviderAuthCredentialsErrors];
@@ -4350,6 +4438,10 @@ export type UpdateProviderAuthCredentialsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderAuthCredentialsError = UpdateProviderAuthCredentialsErrors[keyof UpdateProviderAuthCredentialsErrors];
@@ -4436,6 +4528,10 @@ export type ListToolCallsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListToolCallsError = ListToolCallsErrors[keyof ListToolCallsErrors];
@@ -4478,6 +4574,10 @@ export type GetToolCallErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetToolCallError = GetToolCallErrors[keyof GetToolCallErrors];
@@ -4573,6 +4673,10 @@ export type ListSessionToolCallsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionToolCallsError = ListSessionToolCallsErrors[keyof ListSessionToolCallsErrors];
@@ -4631,6 +4735,10 @@ export type CreateSessionToolCallErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionToolCallError = CreateSessionToolCallErrors[keyof CreateSessionToolCallErrors];
@@ -4677,6 +4785,10 @@ export type GetSessionToolCallErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionToolCallError = GetSessionToolCallErrors[keyof GetSessionToolCallErrors];
@@ -4752,6 +4864,10 @@ export type ListSessionProvidersErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionProvidersError = ListSessionProvidersErrors[keyof ListSessionProvidersErrors];
@@ -4810,6 +4926,10 @@ export type CreateSessionProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionProviderError = CreateSessionProviderErrors[keyof CreateSessionProviderErrors];
@@ -4860,6 +4980,10 @@ export type DeleteSessionProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteSessionProviderError = DeleteSessionProviderErrors[keyof DeleteSessionProviderErrors];
@@ -4906,6 +5030,10 @@ export type GetSessionProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionProviderError = GetSessionProviderErrors[keyof GetSessionProviderErrors];
@@ -4964,6 +5092,10 @@ export type UpdateSessionProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateSessionProviderError = UpdateSessionProviderErrors[keyof UpdateSessionProviderErrors];
@@ -5038,6 +5170,10 @@ export type ListCustomProvidersErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListCustomProvidersError = ListCustomProvidersErrors[keyof ListCustomProvidersErrors];
@@ -5083,6 +5219,10 @@ export type CreateCustomProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateCustomProviderError = CreateCustomProviderErrors[keyof CreateCustomProviderErrors];
@@ -5125,6 +5265,10 @@ export type GetCustomProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetCustomProviderError = GetCustomProviderErrors[keyof GetCustomProviderErrors];
@@ -5179,6 +5323,10 @@ export type UpdateCustomProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateCustomProviderError = UpdateCustomProviderErrors[keyof UpdateCustomProviderErrors];
@@ -5258,6 +5406,10 @@ export type ListCustomProviderCommitsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListCustomProviderCommitsError = ListCustomProviderCommitsErrors[keyof ListCustomProviderCommitsErrors];
@@ -5316,6 +5468,10 @@ export type CreateCustomProviderCommitErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateCustomProviderCommitError = CreateCustomProviderCommitErrors[keyof CreateCustomProviderCommitErrors];
@@ -5362,6 +5518,10 @@ export type GetCustomProviderCommitErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetCustomProviderCommitError = GetCustomProviderCommitErrors[keyof GetCustomProviderCommitErrors];
@@ -5437,6 +5597,10 @@ export type ListCustomProviderVersionsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListCustomProviderVersionsError = ListCustomProviderVersionsErrors[keyof ListCustomProviderVersionsErrors];
@@ -5495,6 +5659,10 @@ export type CreateCustomProviderVersionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateCustomProviderVersionError = CreateCustomProviderVersionErrors[keyof CreateCustomProviderVersionErrors];
@@ -5541,6 +5709,10 @@ export type GetCustomProviderVersionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetCustomProviderVersionError = GetCustomProviderVersionErrors[keyof GetCustomProviderVersionErrors];
@@ -5611,6 +5783,10 @@ export type ListSessionsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionsError = ListSessionsErrors[keyof ListSessionsErrors];
@@ -5660,6 +5836,10 @@ export type CreateSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionError = CreateSessionErrors[keyof CreateSessionErrors];
@@ -5706,6 +5886,10 @@ export type DeleteSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteSessionError = DeleteSessionErrors[keyof DeleteSessionErrors];
@@ -5748,6 +5932,10 @@ export type GetSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionError = GetSessionErrors[keyof GetSessionErrors];
@@ -5806,6 +5994,10 @@ export type UpdateSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateSessionError = UpdateSessionErrors[keyof UpdateSessionErrors];
@@ -5864,6 +6056,10 @@ export type ListSessionTemplatesErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionTemplatesError = ListSessionTemplatesErrors[keyof ListSessionTemplatesErrors];
@@ -5913,6 +6109,10 @@ export type CreateSessionTemplateErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionTemplateError = CreateSessionTemplateErrors[keyof CreateSessionTemplateErrors];
@@ -5955,6 +6155,10 @@ export type GetSessionTemplateErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionTemplateError = GetSessionTemplateErrors[keyof GetSessionTemplateErrors];
@@ -6009,6 +6213,10 @@ export type UpdateSessionTemplateErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateSessionTemplateError = UpdateSessionTemplateErrors[keyof UpdateSessionTemplateErrors];
@@ -6080,6 +6288,10 @@ export type ListSessionTemplateProvidersErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListSessionTemplateProvidersError = ListSessionTemplateProvidersErrors[keyof ListSessionTemplateProvidersErrors];
@@ -6134,6 +6346,10 @@ export type CreateSessionTemplateProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateSessionTemplateProviderError = CreateSessionTemplateProviderErrors[keyof CreateSessionTemplateProviderErrors];
@@ -6180,6 +6396,10 @@ export type DeleteSessionTemplateProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteSessionTemplateProviderError = DeleteSessionTemplateProviderErrors[keyof DeleteSessionTemplateProviderErrors];
@@ -6226,6 +6446,10 @@ export type GetSessionTemplateProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetSessionTemplateProviderError = GetSessionTemplateProviderErrors[keyof GetSessionTemplateProviderErrors];
@@ -6284,6 +6508,10 @@ export type UpdateSessionTemplateProviderErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateSessionTemplateProviderError = UpdateSessionTemplateProviderErrors[keyof UpdateSessionTemplateProviderErrors];
@@ -6358,6 +6586,10 @@ export type ListProviderDeploymentsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderDeploymentsError = ListProviderDeploymentsErrors[keyof ListProviderDeploymentsErrors];
@@ -6407,6 +6639,10 @@ export type CreateProviderDeploymentErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderDeploymentError = CreateProviderDeploymentErrors[keyof CreateProviderDeploymentErrors];
@@ -6453,6 +6689,10 @@ export type DeleteProviderDeploymentErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderDeploymentError = DeleteProviderDeploymentErrors[keyof DeleteProviderDeploymentErrors];
@@ -6495,6 +6735,10 @@ export type GetProviderDeploymentErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderDeploymentError = GetProviderDeploymentErrors[keyof GetProviderDeploymentErrors];
@@ -6549,6 +6793,10 @@ export type UpdateProviderDeploymentErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderDeploymentError = UpdateProviderDeploymentErrors[keyof UpdateProviderDeploymentErrors];
@@ -6616,6 +6864,10 @@ export type ListProviderConfigsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderConfigsError = ListProviderConfigsErrors[keyof ListProviderConfigsErrors];
@@ -6630,7 +6882,7 @@ export type ListProviderConfigsResponses = {
 export type ListProviderConfigsResponse = ListProviderConfigsResponses[keyof ListProviderConfigsResponses];
 
 export type CreateProviderConfigData = {
-    body: ProviderConfigCreate;
+    body: ProviderConfigCreateWritable;
     path: {
         /**
          * A provider deployment id.
@@ -6674,6 +6926,10 @@ export type CreateProviderConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderConfigError = CreateProviderConfigErrors[keyof CreateProviderConfigErrors];
@@ -6724,6 +6980,10 @@ export type DeleteProviderConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderConfigError = DeleteProviderConfigErrors[keyof DeleteProviderConfigErrors];
@@ -6770,6 +7030,10 @@ export type GetProviderConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderConfigError = GetProviderConfigErrors[keyof GetProviderConfigErrors];
@@ -6828,6 +7092,10 @@ export type UpdateProviderConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderConfigError = UpdateProviderConfigErrors[keyof UpdateProviderConfigErrors];
@@ -6874,6 +7142,10 @@ export type GetProviderConfigSchemaErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderConfigSchemaError = GetProviderConfigSchemaErrors[keyof GetProviderConfigSchemaErrors];
@@ -6941,6 +7213,10 @@ export type ListProviderConfigVaultsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderConfigVaultsError = ListProviderConfigVaultsErrors[keyof ListProviderConfigVaultsErrors];
@@ -6955,7 +7231,7 @@ export type ListProviderConfigVaultsResponses = {
 export type ListProviderConfigVaultsResponse = ListProviderConfigVaultsResponses[keyof ListProviderConfigVaultsResponses];
 
 export type CreateProviderConfigVaultData = {
-    body: ProviderConfigVaultCreate;
+    body: ProviderConfigVaultCreateWritable;
     path: {
         /**
          * A provider deployment id.
@@ -6995,6 +7271,10 @@ export type CreateProviderConfigVaultErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderConfigVaultError = CreateProviderConfigVaultErrors[keyof CreateProviderConfigVaultErrors];
@@ -7041,6 +7321,10 @@ export type DeleteProviderConfigVaultErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderConfigVaultError = DeleteProviderConfigVaultErrors[keyof DeleteProviderConfigVaultErrors];
@@ -7087,6 +7371,10 @@ export type GetProviderConfigVaultErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderConfigVaultError = GetProviderConfigVaultErrors[keyof GetProviderConfigVaultErrors];
@@ -7145,6 +7433,10 @@ export type UpdateProviderConfigVaultErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderConfigVaultError = UpdateProviderConfigVaultErrors[keyof UpdateProviderConfigVaultErrors];
@@ -7220,6 +7512,10 @@ export type ListProviderSetupSessionsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderSetupSessionsError = ListProviderSetupSessionsErrors[keyof ListProviderSetupSessionsErrors];
@@ -7274,6 +7570,10 @@ export type CreateProviderSetupSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderSetupSessionError = CreateProviderSetupSessionErrors[keyof CreateProviderSetupSessionErrors];
@@ -7320,6 +7620,10 @@ export type DeleteProviderSetupSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderSetupSessionError = DeleteProviderSetupSessionErrors[keyof DeleteProviderSetupSessionErrors];
@@ -7366,6 +7670,10 @@ export type GetProviderSetupSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderSetupSessionError = GetProviderSetupSessionErrors[keyof GetProviderSetupSessionErrors];
@@ -7424,6 +7732,10 @@ export type UpdateProviderSetupSessionErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderSetupSessionError = UpdateProviderSetupSessionErrors[keyof UpdateProviderSetupSessionErrors];
@@ -7499,6 +7811,10 @@ export type ListProviderAuthConfigsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderAuthConfigsError = ListProviderAuthConfigsErrors[keyof ListProviderAuthConfigsErrors];
@@ -7553,6 +7869,10 @@ export type CreateProviderAuthConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderAuthConfigError = CreateProviderAuthConfigErrors[keyof CreateProviderAuthConfigErrors];
@@ -7603,6 +7923,10 @@ export type DeleteProviderAuthConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeleteProviderAuthConfigError = DeleteProviderAuthConfigErrors[keyof DeleteProviderAuthConfigErrors];
@@ -7649,6 +7973,10 @@ export type GetProviderAuthConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthConfigError = GetProviderAuthConfigErrors[keyof GetProviderAuthConfigErrors];
@@ -7707,6 +8035,10 @@ export type UpdateProviderAuthConfigErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderAuthConfigError = UpdateProviderAuthConfigErrors[keyof UpdateProviderAuthConfigErrors];
@@ -7778,6 +8110,10 @@ export type ListProviderAuthExportsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderAuthExportsError = ListProviderAuthExportsErrors[keyof ListProviderAuthExportsErrors];
@@ -7840,6 +8176,10 @@ export type CreateProviderAuthExportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderAuthExportError = CreateProviderAuthExportErrors[keyof CreateProviderAuthExportErrors];
@@ -7890,6 +8230,10 @@ export type GetProviderAuthExportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthExportError = GetProviderAuthExportErrors[keyof GetProviderAuthExportErrors];
@@ -7961,6 +8305,10 @@ export type ListProviderAuthImportsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderAuthImportsError = ListProviderAuthImportsErrors[keyof ListProviderAuthImportsErrors];
@@ -8019,6 +8367,10 @@ export type CreateProviderAuthImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderAuthImportError = CreateProviderAuthImportErrors[keyof CreateProviderAuthImportErrors];
@@ -8069,6 +8421,10 @@ export type GetProviderAuthImportErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthImportError = GetProviderAuthImportErrors[keyof GetProviderAuthImportErrors];
@@ -8124,6 +8480,10 @@ export type GetProviderAuthImportSchemaErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderAuthImportSchemaError = GetProviderAuthImportSchemaErrors[keyof GetProviderAuthImportSchemaErrors];
@@ -8511,6 +8871,10 @@ export type ListProviderGroupsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListProviderGroupsError = ListProviderGroupsErrors[keyof ListProviderGroupsErrors];
@@ -8556,6 +8920,10 @@ export type CreateProviderGroupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreateProviderGroupError = CreateProviderGroupErrors[keyof CreateProviderGroupErrors];
@@ -8598,6 +8966,10 @@ export type GetProviderGroupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetProviderGroupError = GetProviderGroupErrors[keyof GetProviderGroupErrors];
@@ -8652,6 +9024,10 @@ export type UpdateProviderGroupErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdateProviderGroupError = UpdateProviderGroupErrors[keyof UpdateProviderGroupErrors];
@@ -8710,6 +9086,10 @@ export type AddProviderGroupListingErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type AddProviderGroupListingError = AddProviderGroupListingErrors[keyof AddProviderGroupListingErrors];
@@ -8756,6 +9136,10 @@ export type RemoveProviderGroupListingErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type RemoveProviderGroupListingError = RemoveProviderGroupListingErrors[keyof RemoveProviderGroupListingErrors];
@@ -8814,6 +9198,10 @@ export type ListPortalsErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListPortalsError = ListPortalsErrors[keyof ListPortalsErrors];
@@ -8859,6 +9247,10 @@ export type CreatePortalErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreatePortalError = CreatePortalErrors[keyof CreatePortalErrors];
@@ -8901,6 +9293,10 @@ export type DeletePortalErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeletePortalError = DeletePortalErrors[keyof DeletePortalErrors];
@@ -8943,6 +9339,10 @@ export type GetPortalErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetPortalError = GetPortalErrors[keyof GetPortalErrors];
@@ -8997,6 +9397,10 @@ export type UpdatePortalErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type UpdatePortalError = UpdatePortalErrors[keyof UpdatePortalErrors];
@@ -9076,6 +9480,10 @@ export type ListPortalConsumerAccessErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type ListPortalConsumerAccessError = ListPortalConsumerAccessErrors[keyof ListPortalConsumerAccessErrors];
@@ -9134,6 +9542,10 @@ export type CreatePortalConsumerAccessErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type CreatePortalConsumerAccessError = CreatePortalConsumerAccessErrors[keyof CreatePortalConsumerAccessErrors];
@@ -9180,6 +9592,10 @@ export type DeletePortalConsumerAccessErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type DeletePortalConsumerAccessError = DeletePortalConsumerAccessErrors[keyof DeletePortalConsumerAccessErrors];
@@ -9226,6 +9642,10 @@ export type GetPortalConsumerAccessErrors = {
      * This operation is not implemented by this server yet.
      */
     501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
 };
 
 export type GetPortalConsumerAccessError = GetPortalConsumerAccessErrors[keyof GetPortalConsumerAccessErrors];

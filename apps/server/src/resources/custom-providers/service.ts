@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { ApiError } from "@toolplane/server-stubs";
 import type { components, operations } from "@toolplane/types";
 import { createVersion } from "../../custom-providers/environments.ts";
@@ -11,7 +10,8 @@ import { containsPattern, visibleTo } from "../../lib/filters.ts";
 import { newId } from "../../lib/ids.ts";
 import { paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
-import { slugify, uniqueSlug } from "../../lib/slug.ts";
+import { slugify } from "../../lib/slug.ts";
+import { insertWithUniqueSlug } from "../../lib/slugged-insert.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
 
 type CustomProvider = components["schemas"]["CustomProvider"];
@@ -192,17 +192,8 @@ export class CustomProviderService {
    * providers. `on conflict do nothing` (not a caught unique violation) keeps the transaction usable on a race.
    */
   private async insertProvider(trx: Db, instanceId: string, publisherId: string, body: Create): Promise<string> {
-    const base = slugify(body.name);
-    for (let attempt = 0; ; attempt++) {
-      const taken = await trx
-        .selectFrom("providers")
-        .select("slug")
-        .where(visibleTo(instanceId))
-        .where((eb) => eb.or([eb("slug", "=", base), eb("slug", "like", `${base}-%`)]))
-        .execute();
-      const slug =
-        attempt < 3 ? uniqueSlug(base, new Set(taken.map((t) => t.slug))) : `${base}-${randomBytes(3).toString("hex")}`;
-      const inserted = await trx
+    const inserted = await insertWithUniqueSlug(trx, "providers", instanceId, body.name, (slug) =>
+      trx
         .insertInto("providers")
         .values({
           id: newId("pro"),
@@ -215,9 +206,8 @@ export class CustomProviderService {
         })
         .onConflict((oc) => oc.doNothing())
         .returning("id")
-        .executeTakeFirst();
-      if (inserted) return inserted.id;
-      if (attempt >= 10) throw new Error(`no free provider slug for ${base}`);
-    }
+        .executeTakeFirst(),
+    );
+    return inserted.id;
   }
 }

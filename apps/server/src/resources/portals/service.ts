@@ -5,7 +5,7 @@ import type { Row } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
-import { insertWithUniqueSlug, takenSlugs } from "../../lib/slugged-insert.ts";
+import { insertWithUniqueSlug } from "../../lib/slugged-insert.ts";
 import { iso } from "../../lib/time.ts";
 
 type Portal = components["schemas"]["Portal"];
@@ -32,7 +32,7 @@ export class PortalService {
 
   async create(instanceId: string, body: PortalCreate): Promise<Portal> {
     const now = new Date();
-    const row = await insertWithUniqueSlug(body.name, takenSlugs(this.db, "portals", instanceId), (slug) =>
+    const row = await insertWithUniqueSlug(this.db, "portals", instanceId, body.name, (slug) =>
       this.db
         .insertInto("portals")
         .values({
@@ -44,8 +44,9 @@ export class PortalService {
           created_at: now,
           updated_at: now,
         })
+        .onConflict((oc) => oc.doNothing())
         .returningAll()
-        .executeTakeFirstOrThrow(),
+        .executeTakeFirst(),
     );
     return this.toApi(row);
   }

@@ -7,7 +7,7 @@ import { visibleTo } from "../../lib/filters.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
-import { insertWithUniqueSlug, takenSlugs } from "../../lib/slugged-insert.ts";
+import { insertWithUniqueSlug } from "../../lib/slugged-insert.ts";
 import { iso } from "../../lib/time.ts";
 import { LISTING_ENTITY, toListing } from "../provider-listings/service.ts";
 
@@ -35,7 +35,7 @@ export class ProviderGroupService {
 
   async create(instanceId: string, body: GroupCreate): Promise<ProviderGroup> {
     const now = new Date();
-    const row = await insertWithUniqueSlug(body.name, takenSlugs(this.db, "provider_groups", instanceId), (slug) =>
+    const row = await insertWithUniqueSlug(this.db, "provider_groups", instanceId, body.name, (slug) =>
       this.db
         .insertInto("provider_groups")
         .values({
@@ -47,8 +47,9 @@ export class ProviderGroupService {
           created_at: now,
           updated_at: now,
         })
+        .onConflict((oc) => oc.doNothing())
         .returningAll()
-        .executeTakeFirstOrThrow(),
+        .executeTakeFirst(),
     );
     return toApi(row, []);
   }

@@ -3,7 +3,7 @@
 
 import { faker, type Faker } from '@faker-js/faker';
 
-import type { AddProviderGroupListingData, AddProviderGroupListingErrors, AddProviderGroupListingResponses, After, Before, CreateCustomProviderCommitData, CreateCustomProviderCommitErrors, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderErrors, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionErrors, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessErrors, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalErrors, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigErrors, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsErrors, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportErrors, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportErrors, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigErrors, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultErrors, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentErrors, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupErrors, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupErrors, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportErrors, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionErrors, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionProviderData, CreateSessionProviderErrors, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateErrors, CreateSessionTemplateProviderData, CreateSessionTemplateProviderErrors, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallErrors, CreateSessionToolCallResponses, Cursor, CustomProvider, CustomProviderActor, CustomProviderCommit, CustomProviderCommitAction, CustomProviderCommitActionType, CustomProviderCommitCreate, CustomProviderCommitList, CustomProviderCommitMergeAction, CustomProviderCommitRollbackAction, CustomProviderConfig, CustomProviderCreate, CustomProviderCreateWritable, CustomProviderDeployment, CustomProviderDeploymentCommit, CustomProviderEnvironment, CustomProviderError, CustomProviderFrom, CustomProviderFromContainer, CustomProviderFromContainerWritable, CustomProviderFromFunction, CustomProviderFromRemote, CustomProviderFromWritable, CustomProviderFunctionFile, CustomProviderList, CustomProviderProvider, CustomProviderStatus, CustomProviderType, CustomProviderUpdate, CustomProviderVersion, CustomProviderVersionCreate, CustomProviderVersionCreateWritable, CustomProviderVersionEnvironment, CustomProviderVersionList, CustomProviderVersionStatus, DeletePortalConsumerAccessData, DeletePortalConsumerAccessErrors, DeletePortalConsumerAccessResponses, DeletePortalData, DeletePortalErrors, DeletePortalResponses, DeleteProviderAuthConfigData, DeleteProviderAuthConfigErrors, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsData, DeleteProviderAuthCredentialsErrors, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigData, DeleteProviderConfigErrors, DeleteProviderConfigResponses, DeleteProviderConfigVaultData, DeleteProviderConfigVaultErrors, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentData, DeleteProviderDeploymentErrors, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionData, DeleteProviderSetupSessionErrors, DeleteProviderSetupSessionResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionProviderData, DeleteSessionProviderErrors, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderData, DeleteSessionTemplateProviderErrors, DeleteSessionTemplateProviderResponses, Description, Error, ErrorCode, ErrorDetail, GetCustomProviderCommitData, GetCustomProviderCommitErrors, GetCustomProviderCommitResponses, GetCustomProviderData, GetCustomProviderErrors, GetCustomProviderResponses, GetCustomProviderVersionData, GetCustomProviderVersionErrors, GetCustomProviderVersionResponses, GetPortalConsumerAccessData, GetPortalConsumerAccessErrors, GetPortalConsumerAccessResponses, GetPortalData, GetPortalErrors, GetPortalResponses, GetProviderAuthConfigData, GetProviderAuthConfigErrors, GetProviderAuthConfigResponses, GetProviderAuthCredentialsData, GetProviderAuthCredentialsErrors, GetProviderAuthCredentialsResponses, GetProviderAuthExportData, GetProviderAuthExportErrors, GetProviderAuthExportResponses, GetProviderAuthImportData, GetProviderAuthImportErrors, GetProviderAuthImportResponses, GetProviderAuthImportSchemaData, GetProviderAuthImportSchemaErrors, GetProviderAuthImportSchemaResponses, GetProviderConfigData, GetProviderConfigErrors, GetProviderConfigResponses, GetProviderConfigSchemaData, GetProviderConfigSchemaErrors, GetProviderConfigSchemaResponses, GetProviderConfigVaultData, GetProviderConfigVaultErrors, GetProviderConfigVaultResponses, GetProviderData, GetProviderDeploymentData, GetProviderDeploymentErrors, GetProviderDeploymentResponses, GetProviderErrors, GetProviderGroupData, GetProviderGroupErrors, GetProviderGroupResponses, GetProviderListingData, GetProviderListingErrors, GetProviderListingResponses, GetProviderOAuthSetupData, GetProviderOAuthSetupErrors, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportData, GetProviderOAuthTokenImportErrors, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionData, GetProviderSetupSessionErrors, GetProviderSetupSessionResponses, GetProviderVersionData, GetProviderVersionErrors, GetProviderVersionResponses, GetServerData, GetServerErrors, GetServerResponses, GetSessionData, GetSessionErrors, GetSessionProviderData, GetSessionProviderErrors, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateData, GetSessionTemplateErrors, GetSessionTemplateProviderData, GetSessionTemplateProviderErrors, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallData, GetSessionToolCallErrors, GetSessionToolCallResponses, GetToolCallData, GetToolCallErrors, GetToolCallResponses, JsonSchemaObject, Limit, ListCustomProviderCommitsData, ListCustomProviderCommitsErrors, ListCustomProviderCommitsResponses, ListCustomProvidersData, ListCustomProvidersErrors, ListCustomProvidersResponses, ListCustomProviderVersionsData, ListCustomProviderVersionsErrors, ListCustomProviderVersionsResponses, ListPortalConsumerAccessData, ListPortalConsumerAccessErrors, ListPortalConsumerAccessResponses, ListPortalsData, ListPortalsErrors, ListPortalsResponses, ListProviderAuthConfigsData, ListProviderAuthConfigsErrors, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsData, ListProviderAuthCredentialsErrors, ListProviderAuthCredentialsResponses, ListProviderAuthExportsData, ListProviderAuthExportsErrors, ListProviderAuthExportsResponses, ListProviderAuthImportsData, ListProviderAuthImportsErrors, ListProviderAuthImportsResponses, ListProviderConfigsData, ListProviderConfigsErrors, ListProviderConfigsResponses, ListProviderConfigVaultsData, ListProviderConfigVaultsErrors, ListProviderConfigVaultsResponses, ListProviderDeploymentsData, ListProviderDeploymentsErrors, ListProviderDeploymentsResponses, ListProviderGroupsData, ListProviderGroupsErrors, ListProviderGroupsResponses, ListProviderListingsData, ListProviderListingsErrors, ListProviderListingsResponses, ListProviderOAuthSetupsData, ListProviderOAuthSetupsErrors, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsData, ListProviderOAuthTokenImportsErrors, ListProviderOAuthTokenImportsResponses, ListProvidersData, ListProvidersErrors, ListProviderSetupSessionsData, ListProviderSetupSessionsErrors, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsData, ListProviderVersionsErrors, ListProviderVersionsResponses, ListServersData, ListServersErrors, ListServersResponses, ListSessionProvidersData, ListSessionProvidersErrors, ListSessionProvidersResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionTemplateProvidersData, ListSessionTemplateProvidersErrors, ListSessionTemplateProvidersResponses, ListSessionTemplatesData, ListSessionTemplatesErrors, ListSessionTemplatesResponses, ListSessionToolCallsData, ListSessionToolCallsErrors, ListSessionToolCallsResponses, ListToolCallsData, ListToolCallsErrors, ListToolCallsResponses, Metadata, Name, NullableMetadata, Order, Pagination, Portal, PortalAuth, PortalBrand, PortalConsumerAccess, PortalConsumerAccessAccess, PortalConsumerAccessCreate, PortalConsumerAccessCreateAccess, PortalConsumerAccessList, PortalConsumerAccessServerDeploymentTemplate, PortalConsumerAccessServerDeploymentTemplateCreate, PortalConsumerGroup, PortalCreate, PortalList, PortalServerPreview, PortalStatus, PortalUpdate, PortalUrl, Provider, ProviderAuthConfig, ProviderAuthConfigCreate, ProviderAuthConfigList, ProviderAuthConfigReference, ProviderAuthConfigUpdate, ProviderAuthCredentials, ProviderAuthCredentialsCreate, ProviderAuthCredentialsCreateWritable, ProviderAuthCredentialsList, ProviderAuthCredentialsOAuthConfig, ProviderAuthCredentialsOAuthConfigWritable, ProviderAuthCredentialsReference, ProviderAuthCredentialsUpdate, ProviderAuthExport, ProviderAuthExportCreate, ProviderAuthExportList, ProviderAuthExportManualValue, ProviderAuthExportOAuthValue, ProviderAuthImport, ProviderAuthImportCreate, ProviderAuthImportCreateWritable, ProviderAuthImportList, ProviderAuthImportSchema, ProviderAuthMethod, ProviderAuthMethodScope, ProviderConfig, ProviderConfigCreate, ProviderConfigList, ProviderConfigPreview, ProviderConfigReference, ProviderConfigSchema, ProviderConfigSourceInline, ProviderConfigSourceVault, ProviderConfigUpdate, ProviderConfigVault, ProviderConfigVaultCreate, ProviderConfigVaultList, ProviderConfigVaultUpdate, ProviderDeployment, ProviderDeploymentCreate, ProviderDeploymentList, ProviderDeploymentReference, ProviderDeploymentStatus, ProviderDeploymentUpdate, ProviderGroup, ProviderGroupCreate, ProviderGroupList, ProviderGroupListingAdd, ProviderGroupUpdate, ProviderList, ProviderListing, ProviderListingList, ProviderOAuthSetup, ProviderOAuthSetupConfig, ProviderOAuthSetupCreate, ProviderOAuthSetupList, ProviderOAuthSetupUpdate, ProviderOAuthTokenImport, ProviderOAuthTokenImportCreate, ProviderOAuthTokenImportCreateWritable, ProviderOAuthTokenImportList, ProviderOAuthTokenImportUpdate, ProviderOAuthTokenImportUpdateWritable, ProviderPreview, ProviderPublisher, ProviderSetupAuthConfig, ProviderSetupCredentials, ProviderSetupDeployment, ProviderSetupSession, ProviderSetupSessionCreate, ProviderSetupSessionList, ProviderSetupSessionUpdate, ProviderTool, ProviderType, ProviderVersion, ProviderVersionDetail, ProviderVersionList, RemoveProviderGroupListingData, RemoveProviderGroupListingErrors, RemoveProviderGroupListingResponses, Server, ServerDeploymentTemplatePreview, ServerList, ServerPreview, ServerSource, ServerSourceContainer, ServerSourceRemote, ServerSourceStdio, ServerVariant, ServerVersion, Session, SessionCreate, SessionList, SessionProvider, SessionProviderCreate, SessionProviderDeploymentPreview, SessionProviderEntries, SessionProviderEntry, SessionProviderList, SessionProviderUpdate, SessionTemplate, SessionTemplateCreate, SessionTemplateList, SessionTemplateProvider, SessionTemplateProviderCreate, SessionTemplateProviderList, SessionTemplateProviderUpdate, SessionTemplateUpdate, SessionUpdate, Timestamp, ToolCall, ToolCallCreate, ToolCallError, ToolCallList, ToolCallOutput, ToolCallTool, ToolFilters, UpdateCustomProviderData, UpdateCustomProviderErrors, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalErrors, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigErrors, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsErrors, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigErrors, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultErrors, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentErrors, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupErrors, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupErrors, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportErrors, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionErrors, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionProviderData, UpdateSessionProviderErrors, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateErrors, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderErrors, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from '../types.gen';
+import type { AddProviderGroupListingData, AddProviderGroupListingErrors, AddProviderGroupListingResponses, After, Before, CreateCustomProviderCommitData, CreateCustomProviderCommitErrors, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderErrors, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionErrors, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessErrors, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalErrors, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigErrors, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsErrors, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportErrors, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportErrors, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigErrors, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultErrors, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentErrors, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupErrors, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupErrors, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportErrors, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionErrors, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionProviderData, CreateSessionProviderErrors, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateErrors, CreateSessionTemplateProviderData, CreateSessionTemplateProviderErrors, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallErrors, CreateSessionToolCallResponses, Cursor, CustomProvider, CustomProviderActor, CustomProviderCommit, CustomProviderCommitAction, CustomProviderCommitActionType, CustomProviderCommitCreate, CustomProviderCommitList, CustomProviderCommitMergeAction, CustomProviderCommitRollbackAction, CustomProviderConfig, CustomProviderCreate, CustomProviderCreateWritable, CustomProviderDeployment, CustomProviderDeploymentCommit, CustomProviderEnvironment, CustomProviderError, CustomProviderFrom, CustomProviderFromContainer, CustomProviderFromContainerWritable, CustomProviderFromFunction, CustomProviderFromRemote, CustomProviderFromWritable, CustomProviderFunctionFile, CustomProviderList, CustomProviderProvider, CustomProviderStatus, CustomProviderType, CustomProviderUpdate, CustomProviderVersion, CustomProviderVersionCreate, CustomProviderVersionCreateWritable, CustomProviderVersionEnvironment, CustomProviderVersionList, CustomProviderVersionStatus, DeletePortalConsumerAccessData, DeletePortalConsumerAccessErrors, DeletePortalConsumerAccessResponses, DeletePortalData, DeletePortalErrors, DeletePortalResponses, DeleteProviderAuthConfigData, DeleteProviderAuthConfigErrors, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsData, DeleteProviderAuthCredentialsErrors, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigData, DeleteProviderConfigErrors, DeleteProviderConfigResponses, DeleteProviderConfigVaultData, DeleteProviderConfigVaultErrors, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentData, DeleteProviderDeploymentErrors, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionData, DeleteProviderSetupSessionErrors, DeleteProviderSetupSessionResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionProviderData, DeleteSessionProviderErrors, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderData, DeleteSessionTemplateProviderErrors, DeleteSessionTemplateProviderResponses, Description, Error, ErrorCode, ErrorDetail, GetCustomProviderCommitData, GetCustomProviderCommitErrors, GetCustomProviderCommitResponses, GetCustomProviderData, GetCustomProviderErrors, GetCustomProviderResponses, GetCustomProviderVersionData, GetCustomProviderVersionErrors, GetCustomProviderVersionResponses, GetPortalConsumerAccessData, GetPortalConsumerAccessErrors, GetPortalConsumerAccessResponses, GetPortalData, GetPortalErrors, GetPortalResponses, GetProviderAuthConfigData, GetProviderAuthConfigErrors, GetProviderAuthConfigResponses, GetProviderAuthCredentialsData, GetProviderAuthCredentialsErrors, GetProviderAuthCredentialsResponses, GetProviderAuthExportData, GetProviderAuthExportErrors, GetProviderAuthExportResponses, GetProviderAuthImportData, GetProviderAuthImportErrors, GetProviderAuthImportResponses, GetProviderAuthImportSchemaData, GetProviderAuthImportSchemaErrors, GetProviderAuthImportSchemaResponses, GetProviderConfigData, GetProviderConfigErrors, GetProviderConfigResponses, GetProviderConfigSchemaData, GetProviderConfigSchemaErrors, GetProviderConfigSchemaResponses, GetProviderConfigVaultData, GetProviderConfigVaultErrors, GetProviderConfigVaultResponses, GetProviderData, GetProviderDeploymentData, GetProviderDeploymentErrors, GetProviderDeploymentResponses, GetProviderErrors, GetProviderGroupData, GetProviderGroupErrors, GetProviderGroupResponses, GetProviderListingData, GetProviderListingErrors, GetProviderListingResponses, GetProviderOAuthSetupData, GetProviderOAuthSetupErrors, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportData, GetProviderOAuthTokenImportErrors, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionData, GetProviderSetupSessionErrors, GetProviderSetupSessionResponses, GetProviderVersionData, GetProviderVersionErrors, GetProviderVersionResponses, GetServerData, GetServerErrors, GetServerResponses, GetSessionData, GetSessionErrors, GetSessionProviderData, GetSessionProviderErrors, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateData, GetSessionTemplateErrors, GetSessionTemplateProviderData, GetSessionTemplateProviderErrors, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallData, GetSessionToolCallErrors, GetSessionToolCallResponses, GetToolCallData, GetToolCallErrors, GetToolCallResponses, JsonSchemaObject, Limit, ListCustomProviderCommitsData, ListCustomProviderCommitsErrors, ListCustomProviderCommitsResponses, ListCustomProvidersData, ListCustomProvidersErrors, ListCustomProvidersResponses, ListCustomProviderVersionsData, ListCustomProviderVersionsErrors, ListCustomProviderVersionsResponses, ListPortalConsumerAccessData, ListPortalConsumerAccessErrors, ListPortalConsumerAccessResponses, ListPortalsData, ListPortalsErrors, ListPortalsResponses, ListProviderAuthConfigsData, ListProviderAuthConfigsErrors, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsData, ListProviderAuthCredentialsErrors, ListProviderAuthCredentialsResponses, ListProviderAuthExportsData, ListProviderAuthExportsErrors, ListProviderAuthExportsResponses, ListProviderAuthImportsData, ListProviderAuthImportsErrors, ListProviderAuthImportsResponses, ListProviderConfigsData, ListProviderConfigsErrors, ListProviderConfigsResponses, ListProviderConfigVaultsData, ListProviderConfigVaultsErrors, ListProviderConfigVaultsResponses, ListProviderDeploymentsData, ListProviderDeploymentsErrors, ListProviderDeploymentsResponses, ListProviderGroupsData, ListProviderGroupsErrors, ListProviderGroupsResponses, ListProviderListingsData, ListProviderListingsErrors, ListProviderListingsResponses, ListProviderOAuthSetupsData, ListProviderOAuthSetupsErrors, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsData, ListProviderOAuthTokenImportsErrors, ListProviderOAuthTokenImportsResponses, ListProvidersData, ListProvidersErrors, ListProviderSetupSessionsData, ListProviderSetupSessionsErrors, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsData, ListProviderVersionsErrors, ListProviderVersionsResponses, ListServersData, ListServersErrors, ListServersResponses, ListSessionProvidersData, ListSessionProvidersErrors, ListSessionProvidersResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionTemplateProvidersData, ListSessionTemplateProvidersErrors, ListSessionTemplateProvidersResponses, ListSessionTemplatesData, ListSessionTemplatesErrors, ListSessionTemplatesResponses, ListSessionToolCallsData, ListSessionToolCallsErrors, ListSessionToolCallsResponses, ListToolCallsData, ListToolCallsErrors, ListToolCallsResponses, Metadata, Name, NullableMetadata, Order, Pagination, Portal, PortalAuth, PortalBrand, PortalConsumerAccess, PortalConsumerAccessAccess, PortalConsumerAccessCreate, PortalConsumerAccessCreateAccess, PortalConsumerAccessList, PortalConsumerAccessServerDeploymentTemplate, PortalConsumerAccessServerDeploymentTemplateCreate, PortalConsumerGroup, PortalCreate, PortalList, PortalServerPreview, PortalStatus, PortalUpdate, PortalUrl, Provider, ProviderAuthConfig, ProviderAuthConfigCreate, ProviderAuthConfigList, ProviderAuthConfigReference, ProviderAuthConfigUpdate, ProviderAuthCredentials, ProviderAuthCredentialsCreate, ProviderAuthCredentialsCreateWritable, ProviderAuthCredentialsList, ProviderAuthCredentialsOAuthConfig, ProviderAuthCredentialsOAuthConfigWritable, ProviderAuthCredentialsReference, ProviderAuthCredentialsUpdate, ProviderAuthExport, ProviderAuthExportCreate, ProviderAuthExportList, ProviderAuthExportManualValue, ProviderAuthExportOAuthValue, ProviderAuthImport, ProviderAuthImportCreate, ProviderAuthImportCreateWritable, ProviderAuthImportList, ProviderAuthImportSchema, ProviderAuthMethod, ProviderAuthMethodScope, ProviderConfig, ProviderConfigCreate, ProviderConfigCreateWritable, ProviderConfigList, ProviderConfigPreview, ProviderConfigReference, ProviderConfigSchema, ProviderConfigSourceInline, ProviderConfigSourceInlineWritable, ProviderConfigSourceVault, ProviderConfigUpdate, ProviderConfigVault, ProviderConfigVaultCreate, ProviderConfigVaultCreateWritable, ProviderConfigVaultList, ProviderConfigVaultUpdate, ProviderDeployment, ProviderDeploymentCreate, ProviderDeploymentList, ProviderDeploymentReference, ProviderDeploymentStatus, ProviderDeploymentUpdate, ProviderGroup, ProviderGroupCreate, ProviderGroupList, ProviderGroupListingAdd, ProviderGroupUpdate, ProviderList, ProviderListing, ProviderListingList, ProviderOAuthSetup, ProviderOAuthSetupConfig, ProviderOAuthSetupCreate, ProviderOAuthSetupList, ProviderOAuthSetupUpdate, ProviderOAuthTokenImport, ProviderOAuthTokenImportCreate, ProviderOAuthTokenImportCreateWritable, ProviderOAuthTokenImportList, ProviderOAuthTokenImportUpdate, ProviderOAuthTokenImportUpdateWritable, ProviderPreview, ProviderPublisher, ProviderSetupAuthConfig, ProviderSetupCredentials, ProviderSetupDeployment, ProviderSetupSession, ProviderSetupSessionCreate, ProviderSetupSessionList, ProviderSetupSessionUpdate, ProviderTool, ProviderType, ProviderVersion, ProviderVersionDetail, ProviderVersionList, RemoveProviderGroupListingData, RemoveProviderGroupListingErrors, RemoveProviderGroupListingResponses, Server, ServerDeploymentTemplatePreview, ServerList, ServerPreview, ServerSource, ServerSourceContainer, ServerSourceRemote, ServerSourceStdio, ServerVariant, ServerVersion, Session, SessionCreate, SessionList, SessionProvider, SessionProviderCreate, SessionProviderDeploymentPreview, SessionProviderEntries, SessionProviderEntry, SessionProviderList, SessionProviderUpdate, SessionTemplate, SessionTemplateCreate, SessionTemplateList, SessionTemplateProvider, SessionTemplateProviderCreate, SessionTemplateProviderList, SessionTemplateProviderUpdate, SessionTemplateUpdate, SessionUpdate, Timestamp, ToolCall, ToolCallCreate, ToolCallError, ToolCallList, ToolCallOutput, ToolCallTool, ToolFilters, UpdateCustomProviderData, UpdateCustomProviderErrors, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalErrors, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigErrors, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsErrors, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigErrors, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultErrors, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentErrors, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupErrors, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupErrors, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportErrors, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionErrors, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionProviderData, UpdateSessionProviderErrors, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateErrors, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderErrors, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from '../types.gen';
 
 export type Options = {
     faker?: Faker;
@@ -1261,8 +1261,7 @@ export const fakeProviderConfigList = (options?: Options): ProviderConfigList =>
 };
 
 export const fakeProviderConfigSourceInline = (options?: Options): ProviderConfigSourceInline => ({
-    type: 'inline',
-    data: {}
+    type: 'inline'
 });
 
 export const fakeProviderConfigSourceVault = (options?: Options): ProviderConfigSourceVault => {
@@ -1330,8 +1329,7 @@ export const fakeProviderConfigVaultCreate = (options?: Options): ProviderConfig
     return {
         name: fakeName(options),
         ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { description: fakeDescription(options) },
-        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { metadata: fakeMetadata() },
-        data: {}
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { metadata: fakeMetadata() }
     };
 };
 
@@ -1925,6 +1923,31 @@ export const fakeCustomProviderVersionCreateWritable = (options?: Options): Cust
     };
 };
 
+export const fakeProviderConfigSourceInlineWritable = (options?: Options): ProviderConfigSourceInlineWritable => ({
+    type: 'inline',
+    data: {}
+});
+
+export const fakeProviderConfigCreateWritable = (options?: Options): ProviderConfigCreateWritable => {
+    const f = options?.faker ?? faker;
+    return {
+        name: fakeName(options),
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { description: fakeDescription(options) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { metadata: fakeMetadata() },
+        config: f.helpers.arrayElement([fakeProviderConfigSourceInlineWritable(options), fakeProviderConfigSourceVault(options)]) as any
+    };
+};
+
+export const fakeProviderConfigVaultCreateWritable = (options?: Options): ProviderConfigVaultCreateWritable => {
+    const f = options?.faker ?? faker;
+    return {
+        name: fakeName(options),
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { description: fakeDescription(options) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { metadata: fakeMetadata() },
+        data: {}
+    };
+};
+
 export const fakeProviderAuthImportCreateWritable = (options?: Options): ProviderAuthImportCreateWritable => {
     const f = options?.faker ?? faker;
     return {
@@ -1983,6 +2006,8 @@ export const fakeListProviderOAuthTokenImportsResponse500 = (options?: Options):
 
 export const fakeListProviderOAuthTokenImportsResponse501 = (options?: Options): ListProviderOAuthTokenImportsErrors[501] => fakeError(options);
 
+export const fakeListProviderOAuthTokenImportsResponse503 = (options?: Options): ListProviderOAuthTokenImportsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderOAuthTokenImportRequest = (options?: Options): Omit<CreateProviderOAuthTokenImportData, 'url'> => ({
     body: fakeProviderOAuthTokenImportCreateWritable(options)
 });
@@ -2003,6 +2028,8 @@ export const fakeCreateProviderOAuthTokenImportResponse500 = (options?: Options)
 
 export const fakeCreateProviderOAuthTokenImportResponse501 = (options?: Options): CreateProviderOAuthTokenImportErrors[501] => fakeError(options);
 
+export const fakeCreateProviderOAuthTokenImportResponse503 = (options?: Options): CreateProviderOAuthTokenImportErrors[503] => fakeError(options);
+
 export const fakeGetProviderOAuthTokenImportRequest = (options?: Options): Omit<GetProviderOAuthTokenImportData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2021,6 +2048,8 @@ export const fakeGetProviderOAuthTokenImportResponse404 = (options?: Options): G
 export const fakeGetProviderOAuthTokenImportResponse500 = (options?: Options): GetProviderOAuthTokenImportErrors[500] => fakeError(options);
 
 export const fakeGetProviderOAuthTokenImportResponse501 = (options?: Options): GetProviderOAuthTokenImportErrors[501] => fakeError(options);
+
+export const fakeGetProviderOAuthTokenImportResponse503 = (options?: Options): GetProviderOAuthTokenImportErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderOAuthTokenImportRequest = (options?: Options): Omit<UpdateProviderOAuthTokenImportData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2049,6 +2078,8 @@ export const fakeUpdateProviderOAuthTokenImportResponse415 = (options?: Options)
 export const fakeUpdateProviderOAuthTokenImportResponse500 = (options?: Options): UpdateProviderOAuthTokenImportErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderOAuthTokenImportResponse501 = (options?: Options): UpdateProviderOAuthTokenImportErrors[501] => fakeError(options);
+
+export const fakeUpdateProviderOAuthTokenImportResponse503 = (options?: Options): UpdateProviderOAuthTokenImportErrors[503] => fakeError(options);
 
 export const fakeListServersRequest = (options?: Options): Omit<ListServersData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2092,6 +2123,8 @@ export const fakeGetServerResponse500 = (options?: Options): GetServerErrors[500
 
 export const fakeGetServerResponse501 = (options?: Options): GetServerErrors[501] => fakeError(options);
 
+export const fakeGetServerResponse503 = (options?: Options): GetServerErrors[503] => fakeError(options);
+
 export const fakeListProviderOAuthSetupsRequest = (options?: Options): Omit<ListProviderOAuthSetupsData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2120,6 +2153,8 @@ export const fakeListProviderOAuthSetupsResponse500 = (options?: Options): ListP
 
 export const fakeListProviderOAuthSetupsResponse501 = (options?: Options): ListProviderOAuthSetupsErrors[501] => fakeError(options);
 
+export const fakeListProviderOAuthSetupsResponse503 = (options?: Options): ListProviderOAuthSetupsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderOAuthSetupRequest = (options?: Options): Omit<CreateProviderOAuthSetupData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2146,6 +2181,8 @@ export const fakeCreateProviderOAuthSetupResponse500 = (options?: Options): Crea
 
 export const fakeCreateProviderOAuthSetupResponse501 = (options?: Options): CreateProviderOAuthSetupErrors[501] => fakeError(options);
 
+export const fakeCreateProviderOAuthSetupResponse503 = (options?: Options): CreateProviderOAuthSetupErrors[503] => fakeError(options);
+
 export const fakeGetProviderOAuthSetupRequest = (options?: Options): Omit<GetProviderOAuthSetupData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2165,6 +2202,8 @@ export const fakeGetProviderOAuthSetupResponse404 = (options?: Options): GetProv
 export const fakeGetProviderOAuthSetupResponse500 = (options?: Options): GetProviderOAuthSetupErrors[500] => fakeError(options);
 
 export const fakeGetProviderOAuthSetupResponse501 = (options?: Options): GetProviderOAuthSetupErrors[501] => fakeError(options);
+
+export const fakeGetProviderOAuthSetupResponse503 = (options?: Options): GetProviderOAuthSetupErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderOAuthSetupRequest = (options?: Options): Omit<UpdateProviderOAuthSetupData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2192,6 +2231,8 @@ export const fakeUpdateProviderOAuthSetupResponse415 = (options?: Options): Upda
 export const fakeUpdateProviderOAuthSetupResponse500 = (options?: Options): UpdateProviderOAuthSetupErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderOAuthSetupResponse501 = (options?: Options): UpdateProviderOAuthSetupErrors[501] => fakeError(options);
+
+export const fakeUpdateProviderOAuthSetupResponse503 = (options?: Options): UpdateProviderOAuthSetupErrors[503] => fakeError(options);
 
 export const fakeListProviderAuthCredentialsRequest = (options?: Options): Omit<ListProviderAuthCredentialsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2222,6 +2263,8 @@ export const fakeListProviderAuthCredentialsResponse500 = (options?: Options): L
 
 export const fakeListProviderAuthCredentialsResponse501 = (options?: Options): ListProviderAuthCredentialsErrors[501] => fakeError(options);
 
+export const fakeListProviderAuthCredentialsResponse503 = (options?: Options): ListProviderAuthCredentialsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderAuthCredentialsRequest = (options?: Options): Omit<CreateProviderAuthCredentialsData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2248,6 +2291,8 @@ export const fakeCreateProviderAuthCredentialsResponse500 = (options?: Options):
 
 export const fakeCreateProviderAuthCredentialsResponse501 = (options?: Options): CreateProviderAuthCredentialsErrors[501] => fakeError(options);
 
+export const fakeCreateProviderAuthCredentialsResponse503 = (options?: Options): CreateProviderAuthCredentialsErrors[503] => fakeError(options);
+
 export const fakeDeleteProviderAuthCredentialsRequest = (options?: Options): Omit<DeleteProviderAuthCredentialsData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2270,6 +2315,8 @@ export const fakeDeleteProviderAuthCredentialsResponse500 = (options?: Options):
 
 export const fakeDeleteProviderAuthCredentialsResponse501 = (options?: Options): DeleteProviderAuthCredentialsErrors[501] => fakeError(options);
 
+export const fakeDeleteProviderAuthCredentialsResponse503 = (options?: Options): DeleteProviderAuthCredentialsErrors[503] => fakeError(options);
+
 export const fakeGetProviderAuthCredentialsRequest = (options?: Options): Omit<GetProviderAuthCredentialsData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2289,6 +2336,8 @@ export const fakeGetProviderAuthCredentialsResponse404 = (options?: Options): Ge
 export const fakeGetProviderAuthCredentialsResponse500 = (options?: Options): GetProviderAuthCredentialsErrors[500] => fakeError(options);
 
 export const fakeGetProviderAuthCredentialsResponse501 = (options?: Options): GetProviderAuthCredentialsErrors[501] => fakeError(options);
+
+export const fakeGetProviderAuthCredentialsResponse503 = (options?: Options): GetProviderAuthCredentialsErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderAuthCredentialsRequest = (options?: Options): Omit<UpdateProviderAuthCredentialsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2316,6 +2365,8 @@ export const fakeUpdateProviderAuthCredentialsResponse415 = (options?: Options):
 export const fakeUpdateProviderAuthCredentialsResponse500 = (options?: Options): UpdateProviderAuthCredentialsErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderAuthCredentialsResponse501 = (options?: Options): UpdateProviderAuthCredentialsErrors[501] => fakeError(options);
+
+export const fakeUpdateProviderAuthCredentialsResponse503 = (options?: Options): UpdateProviderAuthCredentialsErrors[503] => fakeError(options);
 
 export const fakeListToolCallsRequest = (options?: Options): Omit<ListToolCallsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2347,6 +2398,8 @@ export const fakeListToolCallsResponse500 = (options?: Options): ListToolCallsEr
 
 export const fakeListToolCallsResponse501 = (options?: Options): ListToolCallsErrors[501] => fakeError(options);
 
+export const fakeListToolCallsResponse503 = (options?: Options): ListToolCallsErrors[503] => fakeError(options);
+
 export const fakeGetToolCallRequest = (options?: Options): Omit<GetToolCallData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2365,6 +2418,8 @@ export const fakeGetToolCallResponse404 = (options?: Options): GetToolCallErrors
 export const fakeGetToolCallResponse500 = (options?: Options): GetToolCallErrors[500] => fakeError(options);
 
 export const fakeGetToolCallResponse501 = (options?: Options): GetToolCallErrors[501] => fakeError(options);
+
+export const fakeGetToolCallResponse503 = (options?: Options): GetToolCallErrors[503] => fakeError(options);
 
 export const fakeListSessionToolCallsRequest = (options?: Options): Omit<ListSessionToolCallsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2401,6 +2456,8 @@ export const fakeListSessionToolCallsResponse500 = (options?: Options): ListSess
 
 export const fakeListSessionToolCallsResponse501 = (options?: Options): ListSessionToolCallsErrors[501] => fakeError(options);
 
+export const fakeListSessionToolCallsResponse503 = (options?: Options): ListSessionToolCallsErrors[503] => fakeError(options);
+
 export const fakeCreateSessionToolCallRequest = (options?: Options): Omit<CreateSessionToolCallData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2429,6 +2486,8 @@ export const fakeCreateSessionToolCallResponse500 = (options?: Options): CreateS
 
 export const fakeCreateSessionToolCallResponse501 = (options?: Options): CreateSessionToolCallErrors[501] => fakeError(options);
 
+export const fakeCreateSessionToolCallResponse503 = (options?: Options): CreateSessionToolCallErrors[503] => fakeError(options);
+
 export const fakeGetSessionToolCallRequest = (options?: Options): Omit<GetSessionToolCallData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2448,6 +2507,8 @@ export const fakeGetSessionToolCallResponse404 = (options?: Options): GetSession
 export const fakeGetSessionToolCallResponse500 = (options?: Options): GetSessionToolCallErrors[500] => fakeError(options);
 
 export const fakeGetSessionToolCallResponse501 = (options?: Options): GetSessionToolCallErrors[501] => fakeError(options);
+
+export const fakeGetSessionToolCallResponse503 = (options?: Options): GetSessionToolCallErrors[503] => fakeError(options);
 
 export const fakeListSessionProvidersRequest = (options?: Options): Omit<ListSessionProvidersData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2483,6 +2544,8 @@ export const fakeListSessionProvidersResponse500 = (options?: Options): ListSess
 
 export const fakeListSessionProvidersResponse501 = (options?: Options): ListSessionProvidersErrors[501] => fakeError(options);
 
+export const fakeListSessionProvidersResponse503 = (options?: Options): ListSessionProvidersErrors[503] => fakeError(options);
+
 export const fakeCreateSessionProviderRequest = (options?: Options): Omit<CreateSessionProviderData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2511,6 +2574,8 @@ export const fakeCreateSessionProviderResponse500 = (options?: Options): CreateS
 
 export const fakeCreateSessionProviderResponse501 = (options?: Options): CreateSessionProviderErrors[501] => fakeError(options);
 
+export const fakeCreateSessionProviderResponse503 = (options?: Options): CreateSessionProviderErrors[503] => fakeError(options);
+
 export const fakeDeleteSessionProviderRequest = (options?: Options): Omit<DeleteSessionProviderData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2533,6 +2598,8 @@ export const fakeDeleteSessionProviderResponse500 = (options?: Options): DeleteS
 
 export const fakeDeleteSessionProviderResponse501 = (options?: Options): DeleteSessionProviderErrors[501] => fakeError(options);
 
+export const fakeDeleteSessionProviderResponse503 = (options?: Options): DeleteSessionProviderErrors[503] => fakeError(options);
+
 export const fakeGetSessionProviderRequest = (options?: Options): Omit<GetSessionProviderData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2552,6 +2619,8 @@ export const fakeGetSessionProviderResponse404 = (options?: Options): GetSession
 export const fakeGetSessionProviderResponse500 = (options?: Options): GetSessionProviderErrors[500] => fakeError(options);
 
 export const fakeGetSessionProviderResponse501 = (options?: Options): GetSessionProviderErrors[501] => fakeError(options);
+
+export const fakeGetSessionProviderResponse503 = (options?: Options): GetSessionProviderErrors[503] => fakeError(options);
 
 export const fakeUpdateSessionProviderRequest = (options?: Options): Omit<UpdateSessionProviderData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2580,6 +2649,8 @@ export const fakeUpdateSessionProviderResponse500 = (options?: Options): UpdateS
 
 export const fakeUpdateSessionProviderResponse501 = (options?: Options): UpdateSessionProviderErrors[501] => fakeError(options);
 
+export const fakeUpdateSessionProviderResponse503 = (options?: Options): UpdateSessionProviderErrors[503] => fakeError(options);
+
 export const fakeListCustomProvidersRequest = (options?: Options): Omit<ListCustomProvidersData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2607,6 +2678,8 @@ export const fakeListCustomProvidersResponse500 = (options?: Options): ListCusto
 
 export const fakeListCustomProvidersResponse501 = (options?: Options): ListCustomProvidersErrors[501] => fakeError(options);
 
+export const fakeListCustomProvidersResponse503 = (options?: Options): ListCustomProvidersErrors[503] => fakeError(options);
+
 export const fakeCreateCustomProviderRequest = (options?: Options): Omit<CreateCustomProviderData, 'url'> => ({
     body: fakeCustomProviderCreateWritable(options)
 });
@@ -2624,6 +2697,8 @@ export const fakeCreateCustomProviderResponse415 = (options?: Options): CreateCu
 export const fakeCreateCustomProviderResponse500 = (options?: Options): CreateCustomProviderErrors[500] => fakeError(options);
 
 export const fakeCreateCustomProviderResponse501 = (options?: Options): CreateCustomProviderErrors[501] => fakeError(options);
+
+export const fakeCreateCustomProviderResponse503 = (options?: Options): CreateCustomProviderErrors[503] => fakeError(options);
 
 export const fakeGetCustomProviderRequest = (options?: Options): Omit<GetCustomProviderData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2643,6 +2718,8 @@ export const fakeGetCustomProviderResponse404 = (options?: Options): GetCustomPr
 export const fakeGetCustomProviderResponse500 = (options?: Options): GetCustomProviderErrors[500] => fakeError(options);
 
 export const fakeGetCustomProviderResponse501 = (options?: Options): GetCustomProviderErrors[501] => fakeError(options);
+
+export const fakeGetCustomProviderResponse503 = (options?: Options): GetCustomProviderErrors[503] => fakeError(options);
 
 export const fakeUpdateCustomProviderRequest = (options?: Options): Omit<UpdateCustomProviderData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2669,6 +2746,8 @@ export const fakeUpdateCustomProviderResponse415 = (options?: Options): UpdateCu
 export const fakeUpdateCustomProviderResponse500 = (options?: Options): UpdateCustomProviderErrors[500] => fakeError(options);
 
 export const fakeUpdateCustomProviderResponse501 = (options?: Options): UpdateCustomProviderErrors[501] => fakeError(options);
+
+export const fakeUpdateCustomProviderResponse503 = (options?: Options): UpdateCustomProviderErrors[503] => fakeError(options);
 
 export const fakeListCustomProviderCommitsRequest = (options?: Options): Omit<ListCustomProviderCommitsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2701,6 +2780,8 @@ export const fakeListCustomProviderCommitsResponse500 = (options?: Options): Lis
 
 export const fakeListCustomProviderCommitsResponse501 = (options?: Options): ListCustomProviderCommitsErrors[501] => fakeError(options);
 
+export const fakeListCustomProviderCommitsResponse503 = (options?: Options): ListCustomProviderCommitsErrors[503] => fakeError(options);
+
 export const fakeCreateCustomProviderCommitRequest = (options?: Options): Omit<CreateCustomProviderCommitData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2729,6 +2810,8 @@ export const fakeCreateCustomProviderCommitResponse500 = (options?: Options): Cr
 
 export const fakeCreateCustomProviderCommitResponse501 = (options?: Options): CreateCustomProviderCommitErrors[501] => fakeError(options);
 
+export const fakeCreateCustomProviderCommitResponse503 = (options?: Options): CreateCustomProviderCommitErrors[503] => fakeError(options);
+
 export const fakeGetCustomProviderCommitRequest = (options?: Options): Omit<GetCustomProviderCommitData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2748,6 +2831,8 @@ export const fakeGetCustomProviderCommitResponse404 = (options?: Options): GetCu
 export const fakeGetCustomProviderCommitResponse500 = (options?: Options): GetCustomProviderCommitErrors[500] => fakeError(options);
 
 export const fakeGetCustomProviderCommitResponse501 = (options?: Options): GetCustomProviderCommitErrors[501] => fakeError(options);
+
+export const fakeGetCustomProviderCommitResponse503 = (options?: Options): GetCustomProviderCommitErrors[503] => fakeError(options);
 
 export const fakeListCustomProviderVersionsRequest = (options?: Options): Omit<ListCustomProviderVersionsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2779,6 +2864,8 @@ export const fakeListCustomProviderVersionsResponse500 = (options?: Options): Li
 
 export const fakeListCustomProviderVersionsResponse501 = (options?: Options): ListCustomProviderVersionsErrors[501] => fakeError(options);
 
+export const fakeListCustomProviderVersionsResponse503 = (options?: Options): ListCustomProviderVersionsErrors[503] => fakeError(options);
+
 export const fakeCreateCustomProviderVersionRequest = (options?: Options): Omit<CreateCustomProviderVersionData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2807,6 +2894,8 @@ export const fakeCreateCustomProviderVersionResponse500 = (options?: Options): C
 
 export const fakeCreateCustomProviderVersionResponse501 = (options?: Options): CreateCustomProviderVersionErrors[501] => fakeError(options);
 
+export const fakeCreateCustomProviderVersionResponse503 = (options?: Options): CreateCustomProviderVersionErrors[503] => fakeError(options);
+
 export const fakeGetCustomProviderVersionRequest = (options?: Options): Omit<GetCustomProviderVersionData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2826,6 +2915,8 @@ export const fakeGetCustomProviderVersionResponse404 = (options?: Options): GetC
 export const fakeGetCustomProviderVersionResponse500 = (options?: Options): GetCustomProviderVersionErrors[500] => fakeError(options);
 
 export const fakeGetCustomProviderVersionResponse501 = (options?: Options): GetCustomProviderVersionErrors[501] => fakeError(options);
+
+export const fakeGetCustomProviderVersionResponse503 = (options?: Options): GetCustomProviderVersionErrors[503] => fakeError(options);
 
 export const fakeListSessionsRequest = (options?: Options): Omit<ListSessionsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2857,6 +2948,8 @@ export const fakeListSessionsResponse500 = (options?: Options): ListSessionsErro
 
 export const fakeListSessionsResponse501 = (options?: Options): ListSessionsErrors[501] => fakeError(options);
 
+export const fakeListSessionsResponse503 = (options?: Options): ListSessionsErrors[503] => fakeError(options);
+
 export const fakeCreateSessionRequest = (options?: Options): Omit<CreateSessionData, 'url'> => ({
     body: fakeSessionCreate(options)
 });
@@ -2876,6 +2969,8 @@ export const fakeCreateSessionResponse415 = (options?: Options): CreateSessionEr
 export const fakeCreateSessionResponse500 = (options?: Options): CreateSessionErrors[500] => fakeError(options);
 
 export const fakeCreateSessionResponse501 = (options?: Options): CreateSessionErrors[501] => fakeError(options);
+
+export const fakeCreateSessionResponse503 = (options?: Options): CreateSessionErrors[503] => fakeError(options);
 
 export const fakeDeleteSessionRequest = (options?: Options): Omit<DeleteSessionData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2898,6 +2993,8 @@ export const fakeDeleteSessionResponse500 = (options?: Options): DeleteSessionEr
 
 export const fakeDeleteSessionResponse501 = (options?: Options): DeleteSessionErrors[501] => fakeError(options);
 
+export const fakeDeleteSessionResponse503 = (options?: Options): DeleteSessionErrors[503] => fakeError(options);
+
 export const fakeGetSessionRequest = (options?: Options): Omit<GetSessionData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2916,6 +3013,8 @@ export const fakeGetSessionResponse404 = (options?: Options): GetSessionErrors[4
 export const fakeGetSessionResponse500 = (options?: Options): GetSessionErrors[500] => fakeError(options);
 
 export const fakeGetSessionResponse501 = (options?: Options): GetSessionErrors[501] => fakeError(options);
+
+export const fakeGetSessionResponse503 = (options?: Options): GetSessionErrors[503] => fakeError(options);
 
 export const fakeUpdateSessionRequest = (options?: Options): Omit<UpdateSessionData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -2945,6 +3044,8 @@ export const fakeUpdateSessionResponse500 = (options?: Options): UpdateSessionEr
 
 export const fakeUpdateSessionResponse501 = (options?: Options): UpdateSessionErrors[501] => fakeError(options);
 
+export const fakeUpdateSessionResponse503 = (options?: Options): UpdateSessionErrors[503] => fakeError(options);
+
 export const fakeListSessionTemplatesRequest = (options?: Options): Omit<ListSessionTemplatesData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2968,6 +3069,8 @@ export const fakeListSessionTemplatesResponse500 = (options?: Options): ListSess
 
 export const fakeListSessionTemplatesResponse501 = (options?: Options): ListSessionTemplatesErrors[501] => fakeError(options);
 
+export const fakeListSessionTemplatesResponse503 = (options?: Options): ListSessionTemplatesErrors[503] => fakeError(options);
+
 export const fakeCreateSessionTemplateRequest = (options?: Options): Omit<CreateSessionTemplateData, 'url'> => ({
     body: fakeSessionTemplateCreate(options)
 });
@@ -2988,6 +3091,8 @@ export const fakeCreateSessionTemplateResponse500 = (options?: Options): CreateS
 
 export const fakeCreateSessionTemplateResponse501 = (options?: Options): CreateSessionTemplateErrors[501] => fakeError(options);
 
+export const fakeCreateSessionTemplateResponse503 = (options?: Options): CreateSessionTemplateErrors[503] => fakeError(options);
+
 export const fakeGetSessionTemplateRequest = (options?: Options): Omit<GetSessionTemplateData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3006,6 +3111,8 @@ export const fakeGetSessionTemplateResponse404 = (options?: Options): GetSession
 export const fakeGetSessionTemplateResponse500 = (options?: Options): GetSessionTemplateErrors[500] => fakeError(options);
 
 export const fakeGetSessionTemplateResponse501 = (options?: Options): GetSessionTemplateErrors[501] => fakeError(options);
+
+export const fakeGetSessionTemplateResponse503 = (options?: Options): GetSessionTemplateErrors[503] => fakeError(options);
 
 export const fakeUpdateSessionTemplateRequest = (options?: Options): Omit<UpdateSessionTemplateData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3032,6 +3139,8 @@ export const fakeUpdateSessionTemplateResponse415 = (options?: Options): UpdateS
 export const fakeUpdateSessionTemplateResponse500 = (options?: Options): UpdateSessionTemplateErrors[500] => fakeError(options);
 
 export const fakeUpdateSessionTemplateResponse501 = (options?: Options): UpdateSessionTemplateErrors[501] => fakeError(options);
+
+export const fakeUpdateSessionTemplateResponse503 = (options?: Options): UpdateSessionTemplateErrors[503] => fakeError(options);
 
 export const fakeListSessionTemplateProvidersRequest = (options?: Options): Omit<ListSessionTemplateProvidersData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3062,6 +3171,8 @@ export const fakeListSessionTemplateProvidersResponse500 = (options?: Options): 
 
 export const fakeListSessionTemplateProvidersResponse501 = (options?: Options): ListSessionTemplateProvidersErrors[501] => fakeError(options);
 
+export const fakeListSessionTemplateProvidersResponse503 = (options?: Options): ListSessionTemplateProvidersErrors[503] => fakeError(options);
+
 export const fakeCreateSessionTemplateProviderRequest = (options?: Options): Omit<CreateSessionTemplateProviderData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3088,6 +3199,8 @@ export const fakeCreateSessionTemplateProviderResponse500 = (options?: Options):
 
 export const fakeCreateSessionTemplateProviderResponse501 = (options?: Options): CreateSessionTemplateProviderErrors[501] => fakeError(options);
 
+export const fakeCreateSessionTemplateProviderResponse503 = (options?: Options): CreateSessionTemplateProviderErrors[503] => fakeError(options);
+
 export const fakeDeleteSessionTemplateProviderRequest = (options?: Options): Omit<DeleteSessionTemplateProviderData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3108,6 +3221,8 @@ export const fakeDeleteSessionTemplateProviderResponse500 = (options?: Options):
 
 export const fakeDeleteSessionTemplateProviderResponse501 = (options?: Options): DeleteSessionTemplateProviderErrors[501] => fakeError(options);
 
+export const fakeDeleteSessionTemplateProviderResponse503 = (options?: Options): DeleteSessionTemplateProviderErrors[503] => fakeError(options);
+
 export const fakeGetSessionTemplateProviderRequest = (options?: Options): Omit<GetSessionTemplateProviderData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3127,6 +3242,8 @@ export const fakeGetSessionTemplateProviderResponse404 = (options?: Options): Ge
 export const fakeGetSessionTemplateProviderResponse500 = (options?: Options): GetSessionTemplateProviderErrors[500] => fakeError(options);
 
 export const fakeGetSessionTemplateProviderResponse501 = (options?: Options): GetSessionTemplateProviderErrors[501] => fakeError(options);
+
+export const fakeGetSessionTemplateProviderResponse503 = (options?: Options): GetSessionTemplateProviderErrors[503] => fakeError(options);
 
 export const fakeUpdateSessionTemplateProviderRequest = (options?: Options): Omit<UpdateSessionTemplateProviderData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3155,6 +3272,8 @@ export const fakeUpdateSessionTemplateProviderResponse500 = (options?: Options):
 
 export const fakeUpdateSessionTemplateProviderResponse501 = (options?: Options): UpdateSessionTemplateProviderErrors[501] => fakeError(options);
 
+export const fakeUpdateSessionTemplateProviderResponse503 = (options?: Options): UpdateSessionTemplateProviderErrors[503] => fakeError(options);
+
 export const fakeListProviderDeploymentsRequest = (options?: Options): Omit<ListProviderDeploymentsData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3182,6 +3301,8 @@ export const fakeListProviderDeploymentsResponse500 = (options?: Options): ListP
 
 export const fakeListProviderDeploymentsResponse501 = (options?: Options): ListProviderDeploymentsErrors[501] => fakeError(options);
 
+export const fakeListProviderDeploymentsResponse503 = (options?: Options): ListProviderDeploymentsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderDeploymentRequest = (options?: Options): Omit<CreateProviderDeploymentData, 'url'> => ({
     body: fakeProviderDeploymentCreate(options)
 });
@@ -3201,6 +3322,8 @@ export const fakeCreateProviderDeploymentResponse415 = (options?: Options): Crea
 export const fakeCreateProviderDeploymentResponse500 = (options?: Options): CreateProviderDeploymentErrors[500] => fakeError(options);
 
 export const fakeCreateProviderDeploymentResponse501 = (options?: Options): CreateProviderDeploymentErrors[501] => fakeError(options);
+
+export const fakeCreateProviderDeploymentResponse503 = (options?: Options): CreateProviderDeploymentErrors[503] => fakeError(options);
 
 export const fakeDeleteProviderDeploymentRequest = (options?: Options): Omit<DeleteProviderDeploymentData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3223,6 +3346,8 @@ export const fakeDeleteProviderDeploymentResponse500 = (options?: Options): Dele
 
 export const fakeDeleteProviderDeploymentResponse501 = (options?: Options): DeleteProviderDeploymentErrors[501] => fakeError(options);
 
+export const fakeDeleteProviderDeploymentResponse503 = (options?: Options): DeleteProviderDeploymentErrors[503] => fakeError(options);
+
 export const fakeGetProviderDeploymentRequest = (options?: Options): Omit<GetProviderDeploymentData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3241,6 +3366,8 @@ export const fakeGetProviderDeploymentResponse404 = (options?: Options): GetProv
 export const fakeGetProviderDeploymentResponse500 = (options?: Options): GetProviderDeploymentErrors[500] => fakeError(options);
 
 export const fakeGetProviderDeploymentResponse501 = (options?: Options): GetProviderDeploymentErrors[501] => fakeError(options);
+
+export const fakeGetProviderDeploymentResponse503 = (options?: Options): GetProviderDeploymentErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderDeploymentRequest = (options?: Options): Omit<UpdateProviderDeploymentData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3267,6 +3394,8 @@ export const fakeUpdateProviderDeploymentResponse415 = (options?: Options): Upda
 export const fakeUpdateProviderDeploymentResponse500 = (options?: Options): UpdateProviderDeploymentErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderDeploymentResponse501 = (options?: Options): UpdateProviderDeploymentErrors[501] => fakeError(options);
+
+export const fakeUpdateProviderDeploymentResponse503 = (options?: Options): UpdateProviderDeploymentErrors[503] => fakeError(options);
 
 export const fakeListProviderConfigsRequest = (options?: Options): Omit<ListProviderConfigsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3296,10 +3425,12 @@ export const fakeListProviderConfigsResponse500 = (options?: Options): ListProvi
 
 export const fakeListProviderConfigsResponse501 = (options?: Options): ListProviderConfigsErrors[501] => fakeError(options);
 
+export const fakeListProviderConfigsResponse503 = (options?: Options): ListProviderConfigsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderConfigRequest = (options?: Options): Omit<CreateProviderConfigData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
-        body: fakeProviderConfigCreate(options),
+        body: fakeProviderConfigCreateWritable(options),
         path: {
             provider_deployment_id: f.string.sample()
         }
@@ -3324,6 +3455,8 @@ export const fakeCreateProviderConfigResponse500 = (options?: Options): CreatePr
 
 export const fakeCreateProviderConfigResponse501 = (options?: Options): CreateProviderConfigErrors[501] => fakeError(options);
 
+export const fakeCreateProviderConfigResponse503 = (options?: Options): CreateProviderConfigErrors[503] => fakeError(options);
+
 export const fakeDeleteProviderConfigRequest = (options?: Options): Omit<DeleteProviderConfigData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3346,6 +3479,8 @@ export const fakeDeleteProviderConfigResponse500 = (options?: Options): DeletePr
 
 export const fakeDeleteProviderConfigResponse501 = (options?: Options): DeleteProviderConfigErrors[501] => fakeError(options);
 
+export const fakeDeleteProviderConfigResponse503 = (options?: Options): DeleteProviderConfigErrors[503] => fakeError(options);
+
 export const fakeGetProviderConfigRequest = (options?: Options): Omit<GetProviderConfigData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3365,6 +3500,8 @@ export const fakeGetProviderConfigResponse404 = (options?: Options): GetProvider
 export const fakeGetProviderConfigResponse500 = (options?: Options): GetProviderConfigErrors[500] => fakeError(options);
 
 export const fakeGetProviderConfigResponse501 = (options?: Options): GetProviderConfigErrors[501] => fakeError(options);
+
+export const fakeGetProviderConfigResponse503 = (options?: Options): GetProviderConfigErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderConfigRequest = (options?: Options): Omit<UpdateProviderConfigData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3393,6 +3530,8 @@ export const fakeUpdateProviderConfigResponse500 = (options?: Options): UpdatePr
 
 export const fakeUpdateProviderConfigResponse501 = (options?: Options): UpdateProviderConfigErrors[501] => fakeError(options);
 
+export const fakeUpdateProviderConfigResponse503 = (options?: Options): UpdateProviderConfigErrors[503] => fakeError(options);
+
 export const fakeGetProviderConfigSchemaRequest = (options?: Options): Omit<GetProviderConfigSchemaData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3413,6 +3552,8 @@ export const fakeGetProviderConfigSchemaResponse409 = (options?: Options): GetPr
 export const fakeGetProviderConfigSchemaResponse500 = (options?: Options): GetProviderConfigSchemaErrors[500] => fakeError(options);
 
 export const fakeGetProviderConfigSchemaResponse501 = (options?: Options): GetProviderConfigSchemaErrors[501] => fakeError(options);
+
+export const fakeGetProviderConfigSchemaResponse503 = (options?: Options): GetProviderConfigSchemaErrors[503] => fakeError(options);
 
 export const fakeListProviderConfigVaultsRequest = (options?: Options): Omit<ListProviderConfigVaultsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3442,10 +3583,12 @@ export const fakeListProviderConfigVaultsResponse500 = (options?: Options): List
 
 export const fakeListProviderConfigVaultsResponse501 = (options?: Options): ListProviderConfigVaultsErrors[501] => fakeError(options);
 
+export const fakeListProviderConfigVaultsResponse503 = (options?: Options): ListProviderConfigVaultsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderConfigVaultRequest = (options?: Options): Omit<CreateProviderConfigVaultData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
-        body: fakeProviderConfigVaultCreate(options),
+        body: fakeProviderConfigVaultCreateWritable(options),
         path: {
             provider_deployment_id: f.string.sample()
         }
@@ -3468,6 +3611,8 @@ export const fakeCreateProviderConfigVaultResponse500 = (options?: Options): Cre
 
 export const fakeCreateProviderConfigVaultResponse501 = (options?: Options): CreateProviderConfigVaultErrors[501] => fakeError(options);
 
+export const fakeCreateProviderConfigVaultResponse503 = (options?: Options): CreateProviderConfigVaultErrors[503] => fakeError(options);
+
 export const fakeDeleteProviderConfigVaultRequest = (options?: Options): Omit<DeleteProviderConfigVaultData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3488,6 +3633,8 @@ export const fakeDeleteProviderConfigVaultResponse500 = (options?: Options): Del
 
 export const fakeDeleteProviderConfigVaultResponse501 = (options?: Options): DeleteProviderConfigVaultErrors[501] => fakeError(options);
 
+export const fakeDeleteProviderConfigVaultResponse503 = (options?: Options): DeleteProviderConfigVaultErrors[503] => fakeError(options);
+
 export const fakeGetProviderConfigVaultRequest = (options?: Options): Omit<GetProviderConfigVaultData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3507,6 +3654,8 @@ export const fakeGetProviderConfigVaultResponse404 = (options?: Options): GetPro
 export const fakeGetProviderConfigVaultResponse500 = (options?: Options): GetProviderConfigVaultErrors[500] => fakeError(options);
 
 export const fakeGetProviderConfigVaultResponse501 = (options?: Options): GetProviderConfigVaultErrors[501] => fakeError(options);
+
+export const fakeGetProviderConfigVaultResponse503 = (options?: Options): GetProviderConfigVaultErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderConfigVaultRequest = (options?: Options): Omit<UpdateProviderConfigVaultData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3534,6 +3683,8 @@ export const fakeUpdateProviderConfigVaultResponse415 = (options?: Options): Upd
 export const fakeUpdateProviderConfigVaultResponse500 = (options?: Options): UpdateProviderConfigVaultErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderConfigVaultResponse501 = (options?: Options): UpdateProviderConfigVaultErrors[501] => fakeError(options);
+
+export const fakeUpdateProviderConfigVaultResponse503 = (options?: Options): UpdateProviderConfigVaultErrors[503] => fakeError(options);
 
 export const fakeListProviderSetupSessionsRequest = (options?: Options): Omit<ListProviderSetupSessionsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3571,6 +3722,8 @@ export const fakeListProviderSetupSessionsResponse500 = (options?: Options): Lis
 
 export const fakeListProviderSetupSessionsResponse501 = (options?: Options): ListProviderSetupSessionsErrors[501] => fakeError(options);
 
+export const fakeListProviderSetupSessionsResponse503 = (options?: Options): ListProviderSetupSessionsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderSetupSessionRequest = (options?: Options): Omit<CreateProviderSetupSessionData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3597,6 +3750,8 @@ export const fakeCreateProviderSetupSessionResponse500 = (options?: Options): Cr
 
 export const fakeCreateProviderSetupSessionResponse501 = (options?: Options): CreateProviderSetupSessionErrors[501] => fakeError(options);
 
+export const fakeCreateProviderSetupSessionResponse503 = (options?: Options): CreateProviderSetupSessionErrors[503] => fakeError(options);
+
 export const fakeDeleteProviderSetupSessionRequest = (options?: Options): Omit<DeleteProviderSetupSessionData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3617,6 +3772,8 @@ export const fakeDeleteProviderSetupSessionResponse500 = (options?: Options): De
 
 export const fakeDeleteProviderSetupSessionResponse501 = (options?: Options): DeleteProviderSetupSessionErrors[501] => fakeError(options);
 
+export const fakeDeleteProviderSetupSessionResponse503 = (options?: Options): DeleteProviderSetupSessionErrors[503] => fakeError(options);
+
 export const fakeGetProviderSetupSessionRequest = (options?: Options): Omit<GetProviderSetupSessionData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3636,6 +3793,8 @@ export const fakeGetProviderSetupSessionResponse404 = (options?: Options): GetPr
 export const fakeGetProviderSetupSessionResponse500 = (options?: Options): GetProviderSetupSessionErrors[500] => fakeError(options);
 
 export const fakeGetProviderSetupSessionResponse501 = (options?: Options): GetProviderSetupSessionErrors[501] => fakeError(options);
+
+export const fakeGetProviderSetupSessionResponse503 = (options?: Options): GetProviderSetupSessionErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderSetupSessionRequest = (options?: Options): Omit<UpdateProviderSetupSessionData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3663,6 +3822,8 @@ export const fakeUpdateProviderSetupSessionResponse415 = (options?: Options): Up
 export const fakeUpdateProviderSetupSessionResponse500 = (options?: Options): UpdateProviderSetupSessionErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderSetupSessionResponse501 = (options?: Options): UpdateProviderSetupSessionErrors[501] => fakeError(options);
+
+export const fakeUpdateProviderSetupSessionResponse503 = (options?: Options): UpdateProviderSetupSessionErrors[503] => fakeError(options);
 
 export const fakeListProviderAuthConfigsRequest = (options?: Options): Omit<ListProviderAuthConfigsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3694,6 +3855,8 @@ export const fakeListProviderAuthConfigsResponse500 = (options?: Options): ListP
 
 export const fakeListProviderAuthConfigsResponse501 = (options?: Options): ListProviderAuthConfigsErrors[501] => fakeError(options);
 
+export const fakeListProviderAuthConfigsResponse503 = (options?: Options): ListProviderAuthConfigsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderAuthConfigRequest = (options?: Options): Omit<CreateProviderAuthConfigData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3720,6 +3883,8 @@ export const fakeCreateProviderAuthConfigResponse500 = (options?: Options): Crea
 
 export const fakeCreateProviderAuthConfigResponse501 = (options?: Options): CreateProviderAuthConfigErrors[501] => fakeError(options);
 
+export const fakeCreateProviderAuthConfigResponse503 = (options?: Options): CreateProviderAuthConfigErrors[503] => fakeError(options);
+
 export const fakeDeleteProviderAuthConfigRequest = (options?: Options): Omit<DeleteProviderAuthConfigData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3742,6 +3907,8 @@ export const fakeDeleteProviderAuthConfigResponse500 = (options?: Options): Dele
 
 export const fakeDeleteProviderAuthConfigResponse501 = (options?: Options): DeleteProviderAuthConfigErrors[501] => fakeError(options);
 
+export const fakeDeleteProviderAuthConfigResponse503 = (options?: Options): DeleteProviderAuthConfigErrors[503] => fakeError(options);
+
 export const fakeGetProviderAuthConfigRequest = (options?: Options): Omit<GetProviderAuthConfigData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3761,6 +3928,8 @@ export const fakeGetProviderAuthConfigResponse404 = (options?: Options): GetProv
 export const fakeGetProviderAuthConfigResponse500 = (options?: Options): GetProviderAuthConfigErrors[500] => fakeError(options);
 
 export const fakeGetProviderAuthConfigResponse501 = (options?: Options): GetProviderAuthConfigErrors[501] => fakeError(options);
+
+export const fakeGetProviderAuthConfigResponse503 = (options?: Options): GetProviderAuthConfigErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderAuthConfigRequest = (options?: Options): Omit<UpdateProviderAuthConfigData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3788,6 +3957,8 @@ export const fakeUpdateProviderAuthConfigResponse415 = (options?: Options): Upda
 export const fakeUpdateProviderAuthConfigResponse500 = (options?: Options): UpdateProviderAuthConfigErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderAuthConfigResponse501 = (options?: Options): UpdateProviderAuthConfigErrors[501] => fakeError(options);
+
+export const fakeUpdateProviderAuthConfigResponse503 = (options?: Options): UpdateProviderAuthConfigErrors[503] => fakeError(options);
 
 export const fakeListProviderAuthExportsRequest = (options?: Options): Omit<ListProviderAuthExportsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3818,6 +3989,8 @@ export const fakeListProviderAuthExportsResponse500 = (options?: Options): ListP
 
 export const fakeListProviderAuthExportsResponse501 = (options?: Options): ListProviderAuthExportsErrors[501] => fakeError(options);
 
+export const fakeListProviderAuthExportsResponse503 = (options?: Options): ListProviderAuthExportsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderAuthExportRequest = (options?: Options): Omit<CreateProviderAuthExportData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3847,6 +4020,8 @@ export const fakeCreateProviderAuthExportResponse500 = (options?: Options): Crea
 
 export const fakeCreateProviderAuthExportResponse501 = (options?: Options): CreateProviderAuthExportErrors[501] => fakeError(options);
 
+export const fakeCreateProviderAuthExportResponse503 = (options?: Options): CreateProviderAuthExportErrors[503] => fakeError(options);
+
 export const fakeGetProviderAuthExportRequest = (options?: Options): Omit<GetProviderAuthExportData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3867,6 +4042,8 @@ export const fakeGetProviderAuthExportResponse404 = (options?: Options): GetProv
 export const fakeGetProviderAuthExportResponse500 = (options?: Options): GetProviderAuthExportErrors[500] => fakeError(options);
 
 export const fakeGetProviderAuthExportResponse501 = (options?: Options): GetProviderAuthExportErrors[501] => fakeError(options);
+
+export const fakeGetProviderAuthExportResponse503 = (options?: Options): GetProviderAuthExportErrors[503] => fakeError(options);
 
 export const fakeListProviderAuthImportsRequest = (options?: Options): Omit<ListProviderAuthImportsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3897,6 +4074,8 @@ export const fakeListProviderAuthImportsResponse500 = (options?: Options): ListP
 
 export const fakeListProviderAuthImportsResponse501 = (options?: Options): ListProviderAuthImportsErrors[501] => fakeError(options);
 
+export const fakeListProviderAuthImportsResponse503 = (options?: Options): ListProviderAuthImportsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderAuthImportRequest = (options?: Options): Omit<CreateProviderAuthImportData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3924,6 +4103,8 @@ export const fakeCreateProviderAuthImportResponse500 = (options?: Options): Crea
 
 export const fakeCreateProviderAuthImportResponse501 = (options?: Options): CreateProviderAuthImportErrors[501] => fakeError(options);
 
+export const fakeCreateProviderAuthImportResponse503 = (options?: Options): CreateProviderAuthImportErrors[503] => fakeError(options);
+
 export const fakeGetProviderAuthImportRequest = (options?: Options): Omit<GetProviderAuthImportData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -3944,6 +4125,8 @@ export const fakeGetProviderAuthImportResponse404 = (options?: Options): GetProv
 export const fakeGetProviderAuthImportResponse500 = (options?: Options): GetProviderAuthImportErrors[500] => fakeError(options);
 
 export const fakeGetProviderAuthImportResponse501 = (options?: Options): GetProviderAuthImportErrors[501] => fakeError(options);
+
+export const fakeGetProviderAuthImportResponse503 = (options?: Options): GetProviderAuthImportErrors[503] => fakeError(options);
 
 export const fakeGetProviderAuthImportSchemaRequest = (options?: Options): Omit<GetProviderAuthImportSchemaData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -3969,6 +4152,8 @@ export const fakeGetProviderAuthImportSchemaResponse404 = (options?: Options): G
 export const fakeGetProviderAuthImportSchemaResponse500 = (options?: Options): GetProviderAuthImportSchemaErrors[500] => fakeError(options);
 
 export const fakeGetProviderAuthImportSchemaResponse501 = (options?: Options): GetProviderAuthImportSchemaErrors[501] => fakeError(options);
+
+export const fakeGetProviderAuthImportSchemaResponse503 = (options?: Options): GetProviderAuthImportSchemaErrors[503] => fakeError(options);
 
 export const fakeListProvidersRequest = (options?: Options): Omit<ListProvidersData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -4129,6 +4314,8 @@ export const fakeListProviderGroupsResponse500 = (options?: Options): ListProvid
 
 export const fakeListProviderGroupsResponse501 = (options?: Options): ListProviderGroupsErrors[501] => fakeError(options);
 
+export const fakeListProviderGroupsResponse503 = (options?: Options): ListProviderGroupsErrors[503] => fakeError(options);
+
 export const fakeCreateProviderGroupRequest = (options?: Options): Omit<CreateProviderGroupData, 'url'> => ({
     body: fakeProviderGroupCreate(options)
 });
@@ -4146,6 +4333,8 @@ export const fakeCreateProviderGroupResponse415 = (options?: Options): CreatePro
 export const fakeCreateProviderGroupResponse500 = (options?: Options): CreateProviderGroupErrors[500] => fakeError(options);
 
 export const fakeCreateProviderGroupResponse501 = (options?: Options): CreateProviderGroupErrors[501] => fakeError(options);
+
+export const fakeCreateProviderGroupResponse503 = (options?: Options): CreateProviderGroupErrors[503] => fakeError(options);
 
 export const fakeGetProviderGroupRequest = (options?: Options): Omit<GetProviderGroupData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -4165,6 +4354,8 @@ export const fakeGetProviderGroupResponse404 = (options?: Options): GetProviderG
 export const fakeGetProviderGroupResponse500 = (options?: Options): GetProviderGroupErrors[500] => fakeError(options);
 
 export const fakeGetProviderGroupResponse501 = (options?: Options): GetProviderGroupErrors[501] => fakeError(options);
+
+export const fakeGetProviderGroupResponse503 = (options?: Options): GetProviderGroupErrors[503] => fakeError(options);
 
 export const fakeUpdateProviderGroupRequest = (options?: Options): Omit<UpdateProviderGroupData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -4191,6 +4382,8 @@ export const fakeUpdateProviderGroupResponse415 = (options?: Options): UpdatePro
 export const fakeUpdateProviderGroupResponse500 = (options?: Options): UpdateProviderGroupErrors[500] => fakeError(options);
 
 export const fakeUpdateProviderGroupResponse501 = (options?: Options): UpdateProviderGroupErrors[501] => fakeError(options);
+
+export const fakeUpdateProviderGroupResponse503 = (options?: Options): UpdateProviderGroupErrors[503] => fakeError(options);
 
 export const fakeAddProviderGroupListingRequest = (options?: Options): Omit<AddProviderGroupListingData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -4220,6 +4413,8 @@ export const fakeAddProviderGroupListingResponse500 = (options?: Options): AddPr
 
 export const fakeAddProviderGroupListingResponse501 = (options?: Options): AddProviderGroupListingErrors[501] => fakeError(options);
 
+export const fakeAddProviderGroupListingResponse503 = (options?: Options): AddProviderGroupListingErrors[503] => fakeError(options);
+
 export const fakeRemoveProviderGroupListingRequest = (options?: Options): Omit<RemoveProviderGroupListingData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -4239,6 +4434,8 @@ export const fakeRemoveProviderGroupListingResponse404 = (options?: Options): Re
 export const fakeRemoveProviderGroupListingResponse500 = (options?: Options): RemoveProviderGroupListingErrors[500] => fakeError(options);
 
 export const fakeRemoveProviderGroupListingResponse501 = (options?: Options): RemoveProviderGroupListingErrors[501] => fakeError(options);
+
+export const fakeRemoveProviderGroupListingResponse503 = (options?: Options): RemoveProviderGroupListingErrors[503] => fakeError(options);
 
 export const fakeListPortalsRequest = (options?: Options): Omit<ListPortalsData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -4263,6 +4460,8 @@ export const fakeListPortalsResponse500 = (options?: Options): ListPortalsErrors
 
 export const fakeListPortalsResponse501 = (options?: Options): ListPortalsErrors[501] => fakeError(options);
 
+export const fakeListPortalsResponse503 = (options?: Options): ListPortalsErrors[503] => fakeError(options);
+
 export const fakeCreatePortalRequest = (options?: Options): Omit<CreatePortalData, 'url'> => ({
     body: fakePortalCreate(options)
 });
@@ -4280,6 +4479,8 @@ export const fakeCreatePortalResponse415 = (options?: Options): CreatePortalErro
 export const fakeCreatePortalResponse500 = (options?: Options): CreatePortalErrors[500] => fakeError(options);
 
 export const fakeCreatePortalResponse501 = (options?: Options): CreatePortalErrors[501] => fakeError(options);
+
+export const fakeCreatePortalResponse503 = (options?: Options): CreatePortalErrors[503] => fakeError(options);
 
 export const fakeDeletePortalRequest = (options?: Options): Omit<DeletePortalData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -4300,6 +4501,8 @@ export const fakeDeletePortalResponse500 = (options?: Options): DeletePortalErro
 
 export const fakeDeletePortalResponse501 = (options?: Options): DeletePortalErrors[501] => fakeError(options);
 
+export const fakeDeletePortalResponse503 = (options?: Options): DeletePortalErrors[503] => fakeError(options);
+
 export const fakeGetPortalRequest = (options?: Options): Omit<GetPortalData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -4318,6 +4521,8 @@ export const fakeGetPortalResponse404 = (options?: Options): GetPortalErrors[404
 export const fakeGetPortalResponse500 = (options?: Options): GetPortalErrors[500] => fakeError(options);
 
 export const fakeGetPortalResponse501 = (options?: Options): GetPortalErrors[501] => fakeError(options);
+
+export const fakeGetPortalResponse503 = (options?: Options): GetPortalErrors[503] => fakeError(options);
 
 export const fakeUpdatePortalRequest = (options?: Options): Omit<UpdatePortalData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -4344,6 +4549,8 @@ export const fakeUpdatePortalResponse415 = (options?: Options): UpdatePortalErro
 export const fakeUpdatePortalResponse500 = (options?: Options): UpdatePortalErrors[500] => fakeError(options);
 
 export const fakeUpdatePortalResponse501 = (options?: Options): UpdatePortalErrors[501] => fakeError(options);
+
+export const fakeUpdatePortalResponse503 = (options?: Options): UpdatePortalErrors[503] => fakeError(options);
 
 export const fakeListPortalConsumerAccessRequest = (options?: Options): Omit<ListPortalConsumerAccessData, 'url'> => {
     const f = options?.faker ?? faker;
@@ -4376,6 +4583,8 @@ export const fakeListPortalConsumerAccessResponse500 = (options?: Options): List
 
 export const fakeListPortalConsumerAccessResponse501 = (options?: Options): ListPortalConsumerAccessErrors[501] => fakeError(options);
 
+export const fakeListPortalConsumerAccessResponse503 = (options?: Options): ListPortalConsumerAccessErrors[503] => fakeError(options);
+
 export const fakeCreatePortalConsumerAccessRequest = (options?: Options): Omit<CreatePortalConsumerAccessData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -4404,6 +4613,8 @@ export const fakeCreatePortalConsumerAccessResponse500 = (options?: Options): Cr
 
 export const fakeCreatePortalConsumerAccessResponse501 = (options?: Options): CreatePortalConsumerAccessErrors[501] => fakeError(options);
 
+export const fakeCreatePortalConsumerAccessResponse503 = (options?: Options): CreatePortalConsumerAccessErrors[503] => fakeError(options);
+
 export const fakeDeletePortalConsumerAccessRequest = (options?: Options): Omit<DeletePortalConsumerAccessData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -4424,6 +4635,8 @@ export const fakeDeletePortalConsumerAccessResponse500 = (options?: Options): De
 
 export const fakeDeletePortalConsumerAccessResponse501 = (options?: Options): DeletePortalConsumerAccessErrors[501] => fakeError(options);
 
+export const fakeDeletePortalConsumerAccessResponse503 = (options?: Options): DeletePortalConsumerAccessErrors[503] => fakeError(options);
+
 export const fakeGetPortalConsumerAccessRequest = (options?: Options): Omit<GetPortalConsumerAccessData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -4443,3 +4656,5 @@ export const fakeGetPortalConsumerAccessResponse404 = (options?: Options): GetPo
 export const fakeGetPortalConsumerAccessResponse500 = (options?: Options): GetPortalConsumerAccessErrors[500] => fakeError(options);
 
 export const fakeGetPortalConsumerAccessResponse501 = (options?: Options): GetPortalConsumerAccessErrors[501] => fakeError(options);
+
+export const fakeGetPortalConsumerAccessResponse503 = (options?: Options): GetPortalConsumerAccessErrors[503] => fakeError(options);

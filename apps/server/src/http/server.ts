@@ -1,0 +1,75 @@
+import { createServer, type RequestListener, type Server, STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import { type ErrorCode, statusOfErrorCode } from "@toolplane/server-stubs";
+
+/**
+ * Slowloris bounds: a client gets this long to send its headers, and this long for the whole request (body
+ * included; a response streamed afterwards, such as an SSE stream, is not limited). Generous for a real client on
+ * a slow link, short enough that trickling bytes cannot hold connections for minutes (Node's default request
+ * timeout is 5 minutes).
+ */
+export const HEADERS_TIMEOUT_MS = 15_000;
+export const REQUEST_TIMEOUT_MS = 60_000;
+
+export interface HttpServerTimeouts {
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+/** The node:http server every process of ours listens with: the timeouts above and errors in the documented shape. */
+export function createHttpServer(
+  app?: RequestListener,
+  timeouts: HttpServerTimeouts = { headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS },
+): Server {
+  const server = createServer({
+    headersTimeout: timeouts.headersTimeoutMs,
+    requestTimeout: timeouts.requestTimeoutMs,
+    // Node checks the timeouts on this period (30 s by default, which would double the headers bound).
+    connectionsCheckingInterval: Math.min(5_000, timeouts.headersTimeoutMs / 2),
+  });
+  if (app) server.on("request", app);
+  server.on("clientError", answerClientError);
+  return server;
+}
+
+/**
+ * Requests Node's parser refuses before Express sees them (an unknown method, a malformed or oversized header, a
+ * timeout) used to get Node's bare `400 Bad Request` without a body; they get the documented error body here,
+ * and the connection is closed (after a parse error the rest of the stream cannot be trusted).
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset or a half-written request leaves nobody to answer.
+  if (err.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] = describeClientError(err.code);
+  const body = JSON.stringify({ __typename: "error", ok: false, status, code, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      "Content-Type: application/json; charset=utf-8\r\n" +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      "Connection: close\r\n\r\n" +
+      body,
+  );
+}
+
+function describeClientError(nodeCode: string | undefined): [number, ErrorCode, string] {
+  const badRequest = (message: string): [number, ErrorCode, string] => [
+    statusOfErrorCode.bad_request,
+    "bad_request",
+    message,
+  ];
+  switch (nodeCode) {
+    // RFC 9110 §15.6.2: a method the server does not recognise is a 501.
+    case "HPE_INVALID_METHOD":
+      return [statusOfErrorCode.not_implemented, "not_implemented", "The HTTP method is not supported."];
+    case "HPE_HEADER_OVERFLOW":
+      return badRequest("The request headers are too large.");
+    // Node's own status for these is 408; the error shape's closest code is `timeout`.
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return [408, "timeout", "The request was not received in time."];
+    default:
+      return badRequest("The request is not valid HTTP (a malformed request line or header).");
+  }
+}
