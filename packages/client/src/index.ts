@@ -1,5 +1,6 @@
 import type { paths } from "@toolplane/types";
-import createFetchClient, { type Client, type Middleware } from "openapi-fetch";
+import type { Client, Middleware } from "openapi-fetch";
+import * as openapiFetch from "openapi-fetch";
 import { ToolplaneApiError } from "./errors.ts";
 import { createTransport } from "./transport.ts";
 
@@ -71,6 +72,15 @@ export type PaginateInit<P extends ListPath> = [ListPathParams<P>] extends [neve
 export type PaginateArgs<P extends ListPath> = [ListPathParams<P>] extends [never]
   ? [init?: PaginateInit<P>]
   : [init: PaginateInit<P>];
+
+// The CommonJS build (tsdown 0.21 / rolldown, tsdown issue #1054) imports a CommonJS dependency's default export
+// with Node's ESM semantics because this package is "type": "module": there, `default` is openapi-fetch's whole
+// module.exports, whose own `default` is the function. The ESM build and the sources get the function directly.
+type CreateFetchClient = typeof openapiFetch.default;
+const createFetchClient: CreateFetchClient =
+  typeof openapiFetch.default === "function"
+    ? openapiFetch.default
+    : (openapiFetch.default as unknown as { default: CreateFetchClient }).default;
 
 /**
  * The typed client: openapi-fetch over the generated `paths`, with the API key sent on every request.
