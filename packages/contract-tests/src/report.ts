@@ -13,7 +13,11 @@ export interface OperationReport {
   method: string;
   path: string;
   tag: string;
-  /** Answers for real: claimed by a suite, or answered something other than 501 to the not-implemented probe. */
+  /**
+   * Answers for real: claimed by a suite or answered the not-implemented probe with something else, and never
+   * answered 501. An operation that answered 501 anywhere is a gap, whatever claims it: a handler wired to
+   * `notImplemented` behind a suite is not an implementation.
+   */
   implemented: boolean;
   /** Claimed by a suite in src/suite/ (success and error paths driven); otherwise probed once for 501. */
   suite: boolean;
@@ -68,7 +72,9 @@ export function buildReport(input: {
     const seen = [...new Set(observations.map((o) => o.status))].sort((a, b) => a - b);
     const viaPrism = new Set(observations.filter((o) => o.via === "prism").map((o) => o.status));
     const suite = input.implemented.has(op.operationId);
-    const implemented = suite || seen.some((status) => status !== 501);
+    // Through Prism a 501 is never seen as such: Prism serves a mock in its place (README), noted as `remocked`.
+    const answered501 = observations.some((o) => o.status === 501 || o.remocked);
+    const implemented = !answered501 && (suite || seen.length > 0);
     exercised += op.documented.filter((s) => seen.includes(s)).length;
     documentedPairs += op.documented.length;
     operations[op.operationId] = {
@@ -136,7 +142,7 @@ export function formatReport(report: ContractReport): string[] {
     }
     const mark = r.failedChecks > 0 || r.violations.length > 0 ? "✗" : "✓";
     const shownRoute = routeOf(r);
-    const state = r.suite ? "impl" : r.implemented ? "NO SUITE" : "501";
+    const state = !r.implemented ? "501" : r.suite ? "impl" : "NO SUITE";
     let statuses = r.statusesSeen.map((st) => (r.statusesSeenOnlyDirect.includes(st) ? `${st}*` : `${st}`)).join(" ");
     statuses ||= "-";
     if (r.statusesMissing.length > 0) statuses += `  (not exercised: ${r.statusesMissing.join(" ")})`;
