@@ -32,7 +32,10 @@ export function formatJUnit(report: ContractReport, checks: CheckResult[]): stri
     add(op.tag, {
       classname: operationId,
       name: "implemented",
-      skipped: `gap: ${op.method} ${op.path} answers 501 not_implemented`,
+      skipped:
+        op.statusesSeen.length > 0
+          ? `gap: ${op.method} ${op.path} answers 501 not_implemented`
+          : `${op.method} ${op.path} was never answered in this run`,
     });
   }
 
