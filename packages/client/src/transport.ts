@@ -74,8 +74,10 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
 }
 
 /**
- * One attempt, bounded by `timeoutMs` from sending until the whole body is read: the body is buffered here so a
- * server that sends headers and then stalls is a timeout too, not a hang in openapi-fetch's JSON parsing.
+ * One attempt, bounded by `timeoutMs` from sending until the whole body has arrived: a clone of the body is read
+ * here, so a server that sends headers and then stalls is a timeout too, not a hang (or an untyped abort) in
+ * openapi-fetch's JSON parsing. The response itself is returned, not a copy: a custom fetch may tell its own
+ * responses apart by identity (the contract runner's recorder does), and the tee has buffered its body meanwhile.
  */
 async function sendOnce(options: TransportOptions, request: Request, attempt: number): Promise<Response> {
   const timer =
@@ -83,9 +85,10 @@ async function sendOnce(options: TransportOptions, request: Request, attempt: nu
   const signal = timer ? AbortSignal.any([request.signal, timer]) : request.signal;
   try {
     const response = await options.fetch(new Request(request.clone(), { signal }));
-    const body =
-      NULL_BODY_STATUSES.has(response.status) || request.method === "HEAD" ? null : await response.arrayBuffer();
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    if (timer && response.body && !NULL_BODY_STATUSES.has(response.status) && request.method !== "HEAD") {
+      await response.clone().arrayBuffer();
+    }
+    return response;
   } catch (error) {
     if (callerGaveUp(request)) throw callerAbort(request, attempt, error);
     if (timer?.aborted) throw new ToolplaneTimeoutError(request, attempt, options.timeoutMs, error);

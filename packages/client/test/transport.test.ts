@@ -206,3 +206,24 @@ describe("network errors and timeouts", () => {
     expect(seen).toHaveLength(1);
   });
 });
+
+describe("custom fetch", () => {
+  it("gets its own Response objects back (a recorder may key on them), bodies intact", async () => {
+    handler = (_req, res) => json(res, 200, group);
+    const returned = new Set<Response>();
+    const client = createToolplaneClient({
+      baseUrl,
+      apiKey: "k",
+      fetch: async (input, init) => {
+        const response = await fetch(input, init);
+        returned.add(response);
+        return response;
+      },
+    });
+    const { data, response } = await client.GET("/provider-groups/{provider_group_id}", {
+      params: { path: { provider_group_id: group.id } },
+    });
+    expect(returned.has(response)).toBe(true);
+    expect(data?.id).toBe(group.id);
+  });
+});
