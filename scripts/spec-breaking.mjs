@@ -35,16 +35,15 @@ try {
 const after = JSON.parse(readFileSync(bundledSpecPath, "utf8"));
 
 const { diffs } = apiCompare(before, after);
-const byType = {}; // Object.groupBy is Node 21+
-for (const d of diffs) (byType[d.type] ??= []).push(d);
-const count = (type) => byType[type]?.length ?? 0;
+const ofType = (type) => diffs.filter((d) => d.type === type); // Object.groupBy is Node 21+
+const count = (type) => ofType(type).length;
 console.log(
   `spec:breaking: ${BUNDLE} at ${ref} → work tree (${before.info?.version} → ${after.info?.version}): ` +
     `${count("breaking")} breaking, ${count("deprecated")} deprecated, ${count("non-breaking")} non-breaking, ` +
     `${count("annotation")} annotation, ${count("unclassified")} unclassified changes`,
 );
 for (const type of ["deprecated", "unclassified", "breaking"]) {
-  for (const d of byType[type] ?? []) console.log(`  ${type.padEnd(12)} ${d.description}  (${d.path.join(" › ")})`);
+  for (const d of ofType(type)) console.log(`  ${type.padEnd(12)} ${d.description}  (${d.path.join(" › ")})`);
 }
 if (count("breaking") > 0) {
   console.log(
