@@ -1,6 +1,6 @@
 #!/usr/bin/env -S npx tsx
 import { parseArgs } from "node:util";
-import { createApiKey, createInstance, listApiKeys, revokeApiKey } from "./auth/api-keys.ts";
+import { createApiKey, createInstance, displayPrefix, listApiKeys, revokeApiKey } from "./auth/api-keys.ts";
 import { openMigratedDatabase } from "./bootstrap.ts";
 import { loadCatalog, readCatalog } from "./catalog/loader.ts";
 import { loadConfig } from "./config.ts";
@@ -8,27 +8,46 @@ import type { Db } from "./db/database.ts";
 import { rotateSecrets } from "./secrets/rotate.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 
-const USAGE = `Usage: toolplane keys|catalog|secrets <command>
+const USAGE = `Usage: toolplane keys|catalog|secrets <command> [--json]
 
   keys create [--instance <ins_id> | --new-instance <name>] [--name <name>]
                  creates an API key (for the only instance when there is one) and prints it once
   keys list      lists keys: id, instance, prefix, name, created, last used, revoked
-  keys revoke <key_id | prefix>
-                 revokes a key; requests with it get 401 within 5 seconds
+  keys revoke <key_id | tp_<prefix>_… | prefix | key>
+                 revokes a key, named in any form keys list prints (or the key itself); requests with it get 401
+                 within 5 seconds
 
   catalog list   lists catalog providers with the ids a deployment needs: provider, versions, auth methods
   catalog load   (re)loads the catalog directories into the database (the server also does it at start)
   secrets rotate re-encrypts every stored secret with the first key of TOOLPLANE_SECRET_KEY (after adding a
                  new key in front of the old ones); the old key can be removed afterwards
 
+--json prints the result as one JSON document on stdout instead (errors stay text on stderr, with the same exit
+codes), for scripts: keys create {id, instance_id, name, prefix, key, …}, keys list and catalog list an array,
+keys revoke the revoked key, catalog load and secrets rotate a count.
+
 Uses the same DATABASE_URL / TOOLPLANE_DATA_DIR / TOOLPLANE_CATALOG_DIRS as the server.`;
+
+const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+
+/** With --json, the value as JSON on stdout; else the human form. */
+function output(json: boolean, value: unknown, human: () => void): void {
+  if (json) printJson(value);
+  else human();
+}
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { instance: { type: "string" }, "new-instance": { type: "string" }, name: { type: "string" } },
+    options: {
+      instance: { type: "string" },
+      "new-instance": { type: "string" },
+      name: { type: "string" },
+      json: { type: "boolean", default: false },
+    },
   });
+  const json = values.json === true;
   const [group, command, arg] = positionals;
   if (!["keys", "catalog", "secrets"].includes(group ?? "") || !command) {
     console.error(USAGE);
@@ -38,12 +57,13 @@ async function main(argv: string[]): Promise<number> {
   const database = await openMigratedDatabase(config);
   const { db } = database;
   try {
-    if (group === "catalog") return await catalogCommand(db, command, config.catalogDirs);
+    if (group === "catalog") return await catalogCommand(db, command, config.catalogDirs, json);
     if (group === "secrets" && command === "rotate") {
       const secrets = new SecretBox(
         loadSecretKeys(process.env.TOOLPLANE_SECRET_KEY, config.databaseUrl ? undefined : config.dataDir),
       );
-      console.log(`Re-encrypted ${await rotateSecrets(db, secrets)} secrets with the primary key.`);
+      const reencrypted = await rotateSecrets(db, secrets);
+      output(json, { reencrypted }, () => console.log(`Re-encrypted ${reencrypted} secrets with the primary key.`));
       return 0;
     }
     if (command === "create") {
@@ -67,16 +87,22 @@ async function main(argv: string[]): Promise<number> {
         return 2;
       }
       const { key, summary } = await createApiKey(db, instanceId, values.name ?? null);
-      console.log(`Created key ${summary.id} for instance ${instanceId}. It is shown only now:\n${key}`);
+      output(json, { ...summary, key }, () =>
+        console.log(`Created key ${summary.id} for instance ${instanceId}. It is shown only now:\n${key}`),
+      );
       return 0;
     }
     if (command === "list") {
       const keys = await listApiKeys(db);
+      if (json) {
+        printJson(keys);
+        return 0;
+      }
       console.table(
         keys.map((k) => ({
           id: k.id,
           instance: k.instance_id,
-          prefix: `tp_${k.prefix}_…`,
+          prefix: displayPrefix(k.prefix),
           name: k.name ?? "",
           created: k.created_at.toISOString(),
           last_used: k.last_used_at?.toISOString() ?? "",
@@ -91,7 +117,7 @@ async function main(argv: string[]): Promise<number> {
         console.error(`No active key ${arg}.`);
         return 1;
       }
-      console.log(`Revoked key ${revoked.id} (tp_${revoked.prefix}_…).`);
+      output(json, revoked, () => console.log(`Revoked key ${revoked.id} (${displayPrefix(revoked.prefix)}).`));
       return 0;
     }
     console.error(USAGE);
@@ -108,10 +134,12 @@ try {
   process.exitCode = 1;
 }
 
-async function catalogCommand(db: Db, command: string, dirs: string[]): Promise<number> {
+async function catalogCommand(db: Db, command: string, dirs: string[], json: boolean): Promise<number> {
   if (command === "load") {
     const ids = await loadCatalog(db, readCatalog(dirs));
-    console.log(`Loaded ${ids.size} catalog providers from ${dirs.join(", ")}.`);
+    output(json, { loaded: ids.size, dirs }, () =>
+      console.log(`Loaded ${ids.size} catalog providers from ${dirs.join(", ")}.`),
+    );
     return 0;
   }
   if (command !== "list") {
@@ -126,6 +154,17 @@ async function catalogCommand(db: Db, command: string, dirs: string[]): Promise<
     .orderBy("p.slug")
     .execute();
   const methods = await db.selectFrom("provider_auth_methods").select(["provider_id", "id", "type"]).execute();
+  if (json) {
+    const providers = rows.map((r) => ({
+      slug: r.slug,
+      name: r.name,
+      provider_id: r.id,
+      current_version: r.version_id ? { id: r.version_id, version: r.version } : null,
+      auth_methods: methods.filter((m) => m.provider_id === r.id).map((m) => ({ id: m.id, type: m.type })),
+    }));
+    printJson(providers);
+    return 0;
+  }
   console.table(
     rows.map((r) => ({
       slug: r.slug,

@@ -107,6 +107,24 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("server process and keys
       expect(await stop(again.child)).toBe(0);
 
       await expect(cli("keys", "frobnicate")).rejects.toMatchObject({ code: 2 });
+
+      // --json for scripts, and revoke by the prefix exactly as `keys list` shows it (tp_<prefix>_…).
+      const made = JSON.parse((await cli("keys", "create", "--name", "json", "--json")).stdout) as {
+        id: string;
+        prefix: string;
+        key: string;
+      };
+      expect(made.key).toBe(keyIn(made.key));
+      const all = JSON.parse((await cli("keys", "list", "--json")).stdout) as {
+        id: string;
+        revoked_at: string | null;
+      }[];
+      expect(all.find((k) => k.id === made.id)).toMatchObject({ revoked_at: null });
+      const shown = (await cli("keys", "list")).stdout;
+      const listedForm = `tp_${made.prefix}_…`;
+      expect(shown).toContain(listedForm);
+      const revoked = JSON.parse((await cli("keys", "revoke", listedForm, "--json")).stdout) as { id: string };
+      expect(revoked.id).toBe(made.id);
     },
     PROCESS_TEST_TIMEOUT_MS,
   );

@@ -1,9 +1,17 @@
 import type { paths } from "@toolplane/types";
-import createFetchClient, { type Client, type Middleware } from "openapi-fetch";
+import type { Client, Middleware } from "openapi-fetch";
+import * as openapiFetch from "openapi-fetch";
 import { ToolplaneApiError } from "./errors.ts";
+import { createTransport } from "./transport.ts";
 
 export type { components, operations, paths } from "@toolplane/types";
-export { type ErrorBody, type ErrorCode, ToolplaneApiError } from "./errors.ts";
+export {
+  type ErrorBody,
+  type ErrorCode,
+  ToolplaneApiError,
+  ToolplaneNetworkError,
+  ToolplaneTimeoutError,
+} from "./errors.ts";
 
 export interface ToolplaneClientOptions {
   /** For example `http://127.0.0.1:8080`. */
@@ -11,14 +19,36 @@ export interface ToolplaneClientOptions {
   apiKey: string;
   /** Custom fetch (tests, proxies). */
   fetch?: typeof globalThis.fetch;
-  /** Retries of GET/HEAD/OPTIONS (and any request answered 429) after 429, 502, 503, 504 or a network error. */
+  /**
+   * How many times a failed request is sent again (default 2): after a network error or timeout, or an answer
+   * 429, 502, 503 or 504, for requests that are safe to repeat (GET, HEAD, OPTIONS, PUT, DELETE, and any request
+   * with an `Idempotency-Key`, which every POST has by default); after 429 for any request.
+   */
   retries?: number;
+  /**
+   * Bound on each attempt, from sending until the whole answer is read, in ms; a miss is a
+   * `ToolplaneTimeoutError` (retried like a network error). Default 60 000: above the server's own 30 s bound on
+   * upstream calls, so its 504 arrives first. 0 turns it off. For one call, pass `signal: AbortSignal.timeout(ms)`:
+   * that ends in a `ToolplaneTimeoutError` too, and is never retried (it is the caller's deadline for the whole call).
+   */
+  timeoutMs?: number;
+  /**
+   * Backoff between attempts (full jitter): attempt n waits a random time in [0, min(max, base · 2ⁿ⁻¹)) ms,
+   * unless the answer's Retry-After says how long. Defaults 100 and 5 000.
+   */
+  retryBaseDelayMs?: number;
+  retryMaxDelayMs?: number;
+  /**
+   * Send `Idempotency-Key: <random UUID>` with every POST that has none (default true); the key stays the same
+   * across that call's retries. Give your own key in `headers` to repeat a POST safely across calls.
+   */
+  idempotencyKeys?: boolean;
   headers?: Record<string, string>;
 }
 
 export type ToolplaneClient = Client<paths> & {
   /** Every item of a list operation, page after page (following `pagination.next_cursor`). */
-  paginate: <P extends ListPath>(path: P, init?: ListInit<P>) => AsyncGenerator<ListItem<P>>;
+  paginate: <P extends ListPath>(path: P, ...init: PaginateArgs<P>) => AsyncGenerator<ListItem<P>>;
 };
 
 type GetOperation<P extends keyof paths> = paths[P] extends { get: infer G } ? G : never;
@@ -30,8 +60,27 @@ export type ListPath = {
   [P in keyof paths]: Ok<P> extends { items: unknown[]; pagination: unknown } ? P : never;
 }[keyof paths];
 export type ListItem<P extends ListPath> = Ok<P> extends { items: (infer I)[] } ? I : never;
-type ListInit<P extends ListPath> =
-  GetOperation<P> extends { parameters: infer Params } ? { params?: Partial<Params> } : never;
+type ListParameters<P extends ListPath> = GetOperation<P> extends { parameters: infer Params } ? Params : never;
+/** The path parameters of a list path with ids in it (`/sessions/{session_id}/tool-calls`); never for the others. */
+type ListPathParams<P extends ListPath> = ListParameters<P> extends { path: infer T } ? T : never;
+type ListQuery<P extends ListPath> = ListParameters<P> extends { query?: infer Q } ? NonNullable<Q> : never;
+/** `paginate()`'s options: `params.path` is required exactly when the path has parameters. */
+export type PaginateInit<P extends ListPath> = [ListPathParams<P>] extends [never]
+  ? { params?: { query?: ListQuery<P> } }
+  : { params: { path: ListPathParams<P>; query?: ListQuery<P> } };
+/** Optional for paths without parameters, required for the others: a missing id fails to compile. */
+export type PaginateArgs<P extends ListPath> = [ListPathParams<P>] extends [never]
+  ? [init?: PaginateInit<P>]
+  : [init: PaginateInit<P>];
+
+// The CommonJS build (tsdown 0.21 / rolldown, tsdown issue #1054) imports a CommonJS dependency's default export
+// with Node's ESM semantics because this package is "type": "module": there, `default` is openapi-fetch's whole
+// module.exports, whose own `default` is the function. The ESM build and the sources get the function directly.
+type CreateFetchClient = typeof openapiFetch.default;
+const createFetchClient: CreateFetchClient =
+  typeof openapiFetch.default === "function"
+    ? openapiFetch.default
+    : (openapiFetch.default as unknown as { default: CreateFetchClient }).default;
 
 /**
  * The typed client: openapi-fetch over the generated `paths`, with the API key sent on every request.
@@ -41,8 +90,15 @@ type ListInit<P extends ListPath> =
 export function createToolplaneClient(options: ToolplaneClientOptions): ToolplaneClient {
   const client = createFetchClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
-    // Looked up per request, so fetch interceptors installed after the client was made (msw, tracing) apply.
-    fetch: withRetries(options.fetch ?? ((input, init) => globalThis.fetch(input, init)), options.retries ?? 2),
+    fetch: createTransport({
+      // Looked up per request, so fetch interceptors installed after the client was made (msw, tracing) apply.
+      fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+      retries: options.retries ?? 2,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      retryBaseDelayMs: options.retryBaseDelayMs ?? 100,
+      retryMaxDelayMs: options.retryMaxDelayMs ?? 5_000,
+      idempotencyKeys: options.idempotencyKeys ?? true,
+    }),
     headers: options.headers,
   });
   const auth: Middleware = {
@@ -53,8 +109,8 @@ export function createToolplaneClient(options: ToolplaneClientOptions): Toolplan
   };
   client.use(auth);
 
-  async function* paginate<P extends ListPath>(path: P, init?: ListInit<P>): AsyncGenerator<ListItem<P>> {
-    const base = (init as { params?: { query?: Record<string, unknown> } } | undefined)?.params ?? {};
+  async function* paginate<P extends ListPath>(path: P, ...init: PaginateArgs<P>): AsyncGenerator<ListItem<P>> {
+    const base = (init[0] as { params?: { query?: Record<string, unknown> } } | undefined)?.params ?? {};
     let cursor: string | undefined;
     do {
       const query = { ...base.query, ...(cursor ? { cursor } : {}) };
@@ -81,31 +137,3 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
   if (!response.ok) throw new ToolplaneApiError(response, error);
   return data as T;
 }
-
-const RETRY_STATUSES = new Set([429, 502, 503, 504]);
-const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS"]);
-
-function withRetries(fetchImpl: typeof globalThis.fetch, retries: number): typeof globalThis.fetch {
-  return async (input, init) => {
-    const request = new Request(input, init);
-    const idempotent = IDEMPOTENT.has(request.method);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const response = await fetchImpl(request.clone());
-        const retryable = RETRY_STATUSES.has(response.status) && (idempotent || response.status === 429);
-        if (!retryable || attempt >= retries) return response;
-        await delay(retryAfterMs(response.headers.get("retry-after"), attempt));
-      } catch (err) {
-        if (!idempotent || attempt >= retries) throw err;
-        await delay(retryAfterMs(null, attempt));
-      }
-    }
-  };
-}
-
-function retryAfterMs(header: string | null, attempt: number): number {
-  const seconds = header === null ? Number.NaN : Number(header);
-  return Number.isFinite(seconds) ? Math.min(seconds * 1000, 30_000) : 100 * 2 ** attempt;
-}
-
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -5,6 +5,7 @@ import {
   handleGetProvider,
   handleGetProviderGroup,
   handleListProviderGroups,
+  handleListSessionToolCalls,
 } from "@toolplane/mocks";
 import { HttpResponse } from "msw";
 import { setupServer } from "msw/node";
@@ -135,19 +136,41 @@ describe("@toolplane/client", () => {
     expect(calls).toBe(3);
   });
 
-  it("does not retry a POST answered 503", async () => {
-    let calls = 0;
+  it("fills a path with ids from params.path on every page", async () => {
+    const urls: string[] = [];
     mock.use(
-      handleCreateProviderGroup(
-        () => {
-          calls += 1;
-          return unavailable();
+      handleListSessionToolCalls(
+        ({ request }) => {
+          urls.push(new URL(request.url).pathname);
+          return HttpResponse.json({
+            items: [],
+            pagination: { has_more_before: false, has_more_after: false, next_cursor: null, previous_cursor: null },
+          });
         },
         { baseUrl },
       ),
     );
-    const result = await client.POST("/provider-groups", { body: { name: "x" } });
-    expect(result.response.status).toBe(503);
-    expect(calls).toBe(1);
+    const session_id = "ses_01jqz7m3c8v4r2k9x5n6t0w1ye";
+    for await (const _ of client.paginate("/sessions/{session_id}/tool-calls", { params: { path: { session_id } } })) {
+      // empty
+    }
+    expect(urls).toEqual([`/sessions/${session_id}/tool-calls`]);
+  });
+
+  it("requires path parameters at the type level (checked by pnpm typecheck, never run)", () => {
+    const typeOnly = () => {
+      // @ts-expect-error: a path with an id needs params.path
+      client.paginate("/sessions/{session_id}/tool-calls");
+      // @ts-expect-error: …and params alone without path is not enough
+      client.paginate("/sessions/{session_id}/tool-calls", { params: { query: { limit: 5 } } });
+      // @ts-expect-error: the id must be the path's own parameter
+      client.paginate("/sessions/{session_id}/tool-calls", { params: { path: { provider_group_id: "x" } } });
+      // @ts-expect-error: a path that is not a list
+      client.paginate("/provider-groups/{provider_group_id}");
+      client.paginate("/sessions/{session_id}/tool-calls", { params: { path: { session_id: "ses_x" } } });
+      client.paginate("/provider-groups");
+      client.paginate("/provider-groups", { params: { query: { limit: 5, order: "desc" } } });
+    };
+    expect(typeof typeOnly).toBe("function");
   });
 });

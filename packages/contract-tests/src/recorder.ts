@@ -21,6 +21,8 @@ export interface Observation {
   violations: Violation[];
   /** Set when Prism answered by itself (its errors, or a mock) instead of forwarding our server's answer. */
   prismError: string | undefined;
+  /** Prism served a mock: it does that only when the server answered 501, so the server answered 501. */
+  remocked: boolean;
   /** Whether a check() looked at this response; unchecked responses with violations fail the run too. */
   checked: boolean;
 }
@@ -101,6 +103,7 @@ export class Recorder {
     const via = url.origin === this.proxyOrigin ? "prism" : "direct";
     const contentType = response.headers.get("content-type") ?? "";
     let prismError: string | undefined;
+    let remocked = false;
     if (via === "prism" && contentType.includes("application/problem+json")) {
       const problem = (await response
         .clone()
@@ -111,6 +114,7 @@ export class Recorder {
       // Our server stamps every answer with X-Request-Id; Prism's mocks (what it serves when the upstream
       // answers 501) do not have it.
       prismError = "no X-Request-Id: this is Prism's mock, not the server's answer";
+      remocked = true;
     }
     const observation: Observation = {
       operationId: this.match(request.method, url.pathname)?.operationId,
@@ -120,6 +124,7 @@ export class Recorder {
       via,
       violations: parseViolations(response.headers.get("sl-violations")),
       prismError,
+      remocked,
       checked: false,
     };
     this.observations.push(observation);

@@ -13,7 +13,10 @@ export interface OperationReport {
   method: string;
   path: string;
   tag: string;
-  /** Answers for real: claimed by a suite, or answered something other than 501 to the not-implemented probe. */
+  /**
+   * Answers for real: was answered at least once, and never with 501. An operation that answered 501 anywhere is a gap, whatever claims it: a handler wired to
+   * `notImplemented` behind a suite is not an implementation.
+   */
   implemented: boolean;
   /** Claimed by a suite in src/suite/ (success and error paths driven); otherwise probed once for 501. */
   suite: boolean;
@@ -68,7 +71,10 @@ export function buildReport(input: {
     const seen = [...new Set(observations.map((o) => o.status))].sort((a, b) => a - b);
     const viaPrism = new Set(observations.filter((o) => o.via === "prism").map((o) => o.status));
     const suite = input.implemented.has(op.operationId);
-    const implemented = suite || seen.some((status) => status !== 501);
+    // Through Prism a 501 is never seen as such: Prism serves a mock in its place (README), noted as `remocked`.
+    const answered501 = observations.some((o) => o.status === 501 || o.remocked);
+    // Not seen at all (a run that stopped early, a suite that ended before it) is not evidence either way.
+    const implemented = !answered501 && seen.length > 0;
     exercised += op.documented.filter((s) => seen.includes(s)).length;
     documentedPairs += op.documented.length;
     operations[op.operationId] = {
@@ -136,7 +142,7 @@ export function formatReport(report: ContractReport): string[] {
     }
     const mark = r.failedChecks > 0 || r.violations.length > 0 ? "✗" : "✓";
     const shownRoute = routeOf(r);
-    const state = r.suite ? "impl" : r.implemented ? "NO SUITE" : "501";
+    const state = r.implemented ? (r.suite ? "impl" : "NO SUITE") : r.statusesSeen.length > 0 ? "501" : "unseen";
     let statuses = r.statusesSeen.map((st) => (r.statusesSeenOnlyDirect.includes(st) ? `${st}*` : `${st}`)).join(" ");
     statuses ||= "-";
     if (r.statusesMissing.length > 0) statuses += `  (not exercised: ${r.statusesMissing.join(" ")})`;
@@ -160,7 +166,7 @@ export function formatReport(report: ContractReport): string[] {
   }
   lines.push(
     "",
-    `Operations: ${s.operations} (${s.implemented} implemented, ${s.notImplemented} answering 501` +
+    `Operations: ${s.operations} (${s.implemented} implemented, ${s.notImplemented} answering 501 or never answered` +
       `${s.withoutSuite ? `, ${s.withoutSuite} implemented without a suite` : ""}) · ` +
       `documented statuses exercised: ${s.statusesExercised}/${s.statusesDocumented} · ` +
       `violations: ${s.violations} · checks: ${s.checks} · ${(report.durationMs / 1000).toFixed(1)} s`,

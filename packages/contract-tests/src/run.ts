@@ -2,8 +2,10 @@ import { writeFileSync } from "node:fs";
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createSuiteContext } from "./context.ts";
+import { formatJUnit } from "./junit.ts";
 import { freePort, type PrismProxy, startPrism } from "./prism.ts";
 import { CheckFailed, type CheckResult, formatViolation, Recorder } from "./recorder.ts";
+import { connectToServer, type RemoteTarget } from "./remote.ts";
 import { buildReport, type ContractReport } from "./report.ts";
 import { type RunningServer, startToolplane } from "./server.ts";
 import { bundledSpecPath, listOperations, type OperationId, readSpec, type SpecOperation } from "./spec.ts";
@@ -18,6 +20,10 @@ export interface RunOptions {
   specPath?: string;
   /** Where the JSON report goes; null writes none. */
   reportPath?: string | null;
+  /** Where the JUnit XML goes; by default beside the JSON report (`<report>.junit.xml`); null writes none. */
+  junitPath?: string | null;
+  /** A server that is already running, instead of ours in-process on a fresh database. */
+  target?: RemoteTarget;
   log?: (line: string) => void;
 }
 
@@ -25,6 +31,8 @@ export interface RunResult {
   report: ContractReport;
   passed: number;
   failed: number;
+  /** Where the JUnit XML was written, if anywhere. */
+  junitPath: string | null;
 }
 
 /** Which operations each suite claims; throws on an unknown tag or operation, or one claimed twice. */
@@ -49,8 +57,9 @@ export function claimOperations(suites: Suite[], operations: SpecOperation[]): M
 }
 
 /**
- * The whole contract run: the server in-process on a fresh database, Prism in front of it, every suite, the
- * 501 probe for every operation no suite claims, then the report. Always stops Prism and the server.
+ * The whole contract run: the server in-process on a fresh database (or the running server of `target`), Prism
+ * in front of it, every suite, the 501 probe for every operation no suite claims, then the reports (JSON and
+ * JUnit). Always stops Prism and the server.
  */
 export async function runContractTests(options: RunOptions = {}): Promise<RunResult> {
   const log = options.log ?? ((line: string) => console.log(line));
@@ -79,16 +88,22 @@ export async function runContractTests(options: RunOptions = {}): Promise<RunRes
   try {
     // Prism needs only the upstream's address to start, so both start at once on a reserved port.
     let t = performance.now();
+    const { target } = options;
     const serverPort = await freePort();
     let prismPort = await freePort();
     while (prismPort === serverPort) prismPort = await freePort();
-    log("Starting the server in-process on a fresh embedded PGlite database, and prism proxy in front of it…");
+    const upstream = target ? target.baseUrl.replace(/\/+$/, "") : `http://127.0.0.1:${serverPort}`;
+    log(
+      target
+        ? `Running against ${upstream}, prism proxy in front of it…`
+        : "Starting the server in-process on a fresh embedded PGlite database, and prism proxy in front of it…",
+    );
     const [serverStart, prismStart] = await Promise.allSettled([
-      startToolplane({ port: serverPort }).then((s) => {
+      (target ? connectToServer(target) : startToolplane({ port: serverPort })).then((s) => {
         log(`  server on ${s.url}, tenants ${s.tenants.map((x) => x.instanceId).join(" and ")} (${since(t)})`);
         return s;
       }),
-      startPrism({ specPath, upstream: `http://127.0.0.1:${serverPort}`, port: prismPort }).then((p) => {
+      startPrism({ specPath, upstream, port: prismPort }).then((p) => {
         log(`  prism proxy --errors --validate-request=false on ${p.url} (${since(t)})`);
         return p;
       }),
@@ -180,5 +195,10 @@ export async function runContractTests(options: RunOptions = {}): Promise<RunRes
   });
   const reportPath = options.reportPath === undefined ? DEFAULT_REPORT_PATH : options.reportPath;
   if (reportPath) writeFileSync(reportPath, `${JSON.stringify(report, null, 2)}\n`);
-  return { report, passed: report.summary.passed, failed: report.summary.failed };
+  const junitPath =
+    options.junitPath === undefined
+      ? reportPath && `${reportPath.replace(/\.json$/i, "")}.junit.xml`
+      : options.junitPath;
+  if (junitPath) writeFileSync(junitPath, formatJUnit(report, recorder.checks));
+  return { report, passed: report.summary.passed, failed: report.summary.failed, junitPath: junitPath || null };
 }

@@ -56,11 +56,28 @@ export function listApiKeys(db: Db): Promise<ApiKeySummary[]> {
     .execute();
 }
 
-export async function revokeApiKey(db: Db, idOrPrefix: string): Promise<ApiKeySummary | undefined> {
+/** How `keys list` shows a key's prefix; `keyLookup` reads it back. */
+export const displayPrefix = (prefix: string) => `tp_${prefix}_…`;
+
+/**
+ * What names a key, in every form `keys list` prints and the key itself: the id (`key_…`), the prefix as listed
+ * (`tp_<prefix>_…`, also typed with `...` or cut after the underscore), the bare prefix, or the whole key (only its
+ * prefix is used: whoever holds the key may revoke it). Undefined for anything else.
+ */
+export function keyLookup(reference: string): { column: "id" | "prefix"; value: string } | undefined {
+  const text = reference.trim();
+  if (/^key_[0-9a-z]+$/.test(text)) return { column: "id", value: text };
+  const prefix = /^(?:tp_)?([a-z0-9]{12})(?:_.*)?$/s.exec(text)?.[1];
+  return prefix ? { column: "prefix", value: prefix } : undefined;
+}
+
+export async function revokeApiKey(db: Db, reference: string): Promise<ApiKeySummary | undefined> {
+  const lookup = keyLookup(reference);
+  if (!lookup) return undefined;
   return db
     .updateTable("api_keys")
     .set({ revoked_at: new Date() })
-    .where((eb) => eb.or([eb("id", "=", idOrPrefix), eb("prefix", "=", idOrPrefix)]))
+    .where(lookup.column, "=", lookup.value)
     .where("revoked_at", "is", null)
     .returning(["id", "instance_id", "name", "prefix", "created_at", "last_used_at", "revoked_at"])
     .executeTakeFirst();
