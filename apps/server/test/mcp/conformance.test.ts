@@ -1,0 +1,98 @@
+/**
+ * The MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16, `server --suite all`), a client nobody here
+ * wrote, run twice against the same upstream (our fixture, which passes every scenario): directly, and through a
+ * one-provider session. A session is a faithful proxy when every scenario that passes directly passes through it.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import { type ConformanceUpstream, startConformanceUpstream } from "../support/conformance-upstream.ts";
+import { type McpTools, mcpTools, run } from "../support/mcp-tools.ts";
+import { type StartedTestServer, startTestServer } from "../support/server.ts";
+import { createSession, deploymentRef, deployProvider, endpointOf, remoteProvider } from "./gateway-fixtures.ts";
+
+interface Check {
+  id: string;
+  status: "SUCCESS" | "FAILURE" | "WARNING" | "INFO" | "SKIPPED";
+  description: string;
+  errorMessage?: string;
+}
+
+/** A scenario's outcome: passed when none of its checks failed (the suite's own exit criterion). */
+interface Outcome {
+  passed: boolean;
+  failures: Check[];
+}
+
+let tools: McpTools;
+let t: StartedTestServer;
+let upstream: ConformanceUpstream;
+let sessionUrl: string;
+const outputDirs: string[] = [];
+
+beforeAll(async () => {
+  [tools, t, upstream] = await Promise.all([mcpTools(), startTestServer(), startConformanceUpstream()]);
+  const provider = await remoteProvider(t.db, "conformance", upstream.url);
+  const deployment = await deployProvider(t.client, provider.providerId, "Conformance");
+  const session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+  // The suite cannot send headers: the session secret goes in `?key=`, which every scenario keeps (they all use
+  // the URL as given, for the SDK client and for their raw fetches alike).
+  const url = endpointOf(t, session);
+  url.searchParams.set("key", session.secret);
+  sessionUrl = url.toString();
+}, 600_000);
+
+afterAll(async () => {
+  await upstreams.closeAll();
+  await Promise.all([upstream?.close(), t?.close()]);
+  for (const dir of outputDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * Runs the whole suite against a URL and reads the `checks.json` it writes per scenario (in
+ * `server-<scenario>-<timestamp>/`). A scenario that threw has no file: the caller sees it missing.
+ */
+async function runSuite(url: string): Promise<Map<string, Outcome>> {
+  const dir = mkdtempSync(join(tmpdir(), "toolplane-conformance-"));
+  outputDirs.push(dir);
+  // The suite exits 1 when a scenario fails; the outcomes are in its files either way.
+  await run(tools.node, [tools.conformance, "server", "--url", url, "--suite", "all", "-o", dir], {
+    timeoutMs: 240_000,
+  }).catch(() => undefined);
+  const outcomes = new Map<string, Outcome>();
+  for (const entry of readdirSync(dir)) {
+    const scenario = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/.exec(entry)?.[1];
+    if (!scenario) continue;
+    const checks = JSON.parse(readFileSync(join(dir, entry, "checks.json"), "utf8")) as Check[];
+    const failures = checks.filter((check) => check.status === "FAILURE");
+    outcomes.set(scenario, { passed: failures.length === 0, failures });
+  }
+  return outcomes;
+}
+
+it("passes through a one-provider session every scenario the upstream passes directly", async () => {
+  const started = Date.now();
+  const direct = await runSuite(upstream.url);
+  const proxied = await runSuite(sessionUrl);
+  const scenarios = [...new Set([...direct.keys(), ...proxied.keys()])].sort();
+  const mark = (outcome: Outcome | undefined) => (outcome ? (outcome.passed ? "pass" : "FAIL") : "none");
+  const width = Math.max(...scenarios.map((s) => s.length));
+  const rows = scenarios.map((s) => {
+    const failed = proxied.get(s)?.failures.map((check) => `${check.id}: ${check.errorMessage ?? check.description}`);
+    return `${s.padEnd(width)}  ${mark(direct.get(s)).padEnd(6)}  ${mark(proxied.get(s)).padEnd(7)}  ${failed?.join("; ") ?? ""}`;
+  });
+  console.log(
+    [`${"scenario".padEnd(width)}  direct  session  (session failures)`, ...rows].join("\n"),
+    `\n(${((Date.now() - started) / 1000).toFixed(1)} s for both runs)`,
+  );
+
+  // The fixture is the fair upstream only while it passes everything: 32 scenarios in 0.1.16's `all` suite.
+  expect(direct.size).toBe(32);
+  expect([...direct].filter(([, outcome]) => !outcome.passed).map(([s]) => s)).toEqual([]);
+  const regressions = [...direct]
+    .filter(([s, outcome]) => outcome.passed && !proxied.get(s)?.passed)
+    .map(([s]) => ({ scenario: s, failures: proxied.get(s)?.failures.map((check) => check.id) ?? "no result" }));
+  expect(regressions).toEqual([]);
+}, 600_000);
