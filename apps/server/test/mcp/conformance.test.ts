@@ -70,9 +70,12 @@ async function runSuite(url: string): Promise<Map<string, Outcome>> {
   const dir = mkdtempSync(join(tmpdir(), "toolplane-conformance-"));
   outputDirs.push(dir);
   // The suite exits 1 when a scenario fails; the outcomes are in its files either way.
-  await run(tools.node, [tools.conformance, "server", "--url", url, "--suite", "all", "-o", dir], {
+  const failedRun = await run(tools.node, [tools.conformance, "server", "--url", url, "--suite", "all", "-o", dir], {
     timeoutMs: 240_000,
-  }).catch(() => undefined);
+  }).then(
+    () => null,
+    (error: Error) => error,
+  );
   const outcomes = new Map<string, Outcome>();
   for (const entry of readdirSync(dir)) {
     const scenario = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/.exec(entry)?.[1];
@@ -88,6 +91,8 @@ async function runSuite(url: string): Promise<Map<string, Outcome>> {
       warned: ids("WARNING"),
     });
   }
+  // No file at all: the suite itself failed (its output says why).
+  if (outcomes.size === 0 && failedRun) throw failedRun;
   return outcomes;
 }
 
