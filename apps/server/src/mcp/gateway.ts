@@ -97,13 +97,13 @@ class CallsInFlight {
   /** Registers a call until `finish` is called (after its record is complete). */
   start(): { signal: AbortSignal; finish: () => void } {
     const controller = new AbortController();
-    let finish = () => undefined as void;
-    this.running.set(controller, new Promise<void>((resolve) => (finish = resolve)));
+    let finished: () => void = () => undefined;
+    this.running.set(controller, new Promise<void>((resolve) => (finished = resolve)));
     return {
       signal: controller.signal,
       finish: () => {
         this.running.delete(controller);
-        finish();
+        finished();
       },
     };
   }

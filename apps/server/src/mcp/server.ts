@@ -408,12 +408,16 @@ async function mergedInstructions(gateway: Gateway, session: GatewaySession): Pr
   return [BASE_INSTRUCTIONS, ...parts].join("\n\n");
 }
 
-/** A URI-bearing result with every upstream URI made session-wide (contents, resource links, embedded resources). */
+/**
+ * An upstream's result as the session's: without the upstream's own identity in `_meta` (the gateway's server adds
+ * its own), and with every upstream URI made session-wide (contents, resource links, embedded resources).
+ */
 function exposeUris(
-  result: Record<string, unknown>,
+  upstreamResult: Record<string, unknown>,
   names: Namespaces,
   providerId: string | null,
 ): Record<string, unknown> {
+  const result = withoutUpstreamIdentity(upstreamResult);
   if (!providerId || names.uri(providerId, "") === "") return result;
   const expose = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(expose);

@@ -6,7 +6,7 @@ import { syncCustomProviderServer } from "../../custom-providers/server.ts";
 import { prepareVersion } from "../../custom-providers/source.ts";
 import { type CustomProviderRef, customProvidersToApi, refOf } from "../../custom-providers/views.ts";
 import type { Db } from "../../db/database.ts";
-import { containsPattern, visibleTo } from "../../lib/filters.ts";
+import { containsPattern } from "../../lib/filters.ts";
 import { newId } from "../../lib/ids.ts";
 import { paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
