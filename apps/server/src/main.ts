@@ -7,6 +7,7 @@ import { type Config, loadConfig } from "./config.ts";
 import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
 import { createHttpServer } from "./http/server.ts";
+import { callsInFlight } from "./mcp/gateway.ts";
 import { upstreams } from "./runtimes/pool.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 import { bundledSpec } from "./spec.ts";
@@ -97,14 +98,20 @@ const lines = [
 ];
 process.stdout.write(`${lines.join("\n")}\n`);
 
+/** How long failed calls get to write their records and answers before connections are cut. */
+const FAIL_CALLS_GRACE_MS = 2_000;
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, "shutting down");
-  const force = setTimeout(() => {
-    logger.warn("in-flight requests did not finish in time; closing connections");
-    server.closeAllConnections();
+  const force = setTimeout(async () => {
+    // Tool calls still running are failed (`shutdown`): their records are completed and their clients answered
+    // before the connections close, so no call is left `waiting_for_response`.
+    logger.warn({ calls: callsInFlight.size }, "in-flight requests did not finish in time; failing calls and closing");
+    await Promise.race([callsInFlight.stopAll(), new Promise((resolve) => setTimeout(resolve, FAIL_CALLS_GRACE_MS))]);
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), FAIL_CALLS_GRACE_MS).unref();
   }, config.shutdownTimeoutMs);
   force.unref();
   server.closeIdleConnections();

@@ -389,18 +389,37 @@ export class Gateway {
 
     let result: Item | null = null;
     let failure: UpstreamFailure | null = failed;
-    if (upstream)
-      try {
+    // Registered while it runs: shutdown fails the calls still running (see callsInFlight).
+    const running = callsInFlight.start();
+    try {
+      if (upstream) {
+        const signal = options.signal ? AbortSignal.any([options.signal, running.signal]) : running.signal;
         result = await this.forward(
           provider,
           upstream,
           "tools/call",
           { ...options.params, name, ...(input === undefined ? {} : { arguments: input }) },
-          options,
+          { ...options, signal },
         );
-      } catch (error) {
-        failure = asFailure(error);
       }
+    } catch (error) {
+      failure = asFailure(error);
+    }
+    try {
+      return await this.complete(id, recorded, upstream, result, failure);
+    } finally {
+      running.finish();
+    }
+  }
+
+  /** Completes a call's record (once its insert is done) with the result, the failure or the cancellation. */
+  private async complete(
+    id: string,
+    recorded: Promise<unknown>,
+    upstream: Upstream | null,
+    result: Item | null,
+    failure: UpstreamFailure | null,
+  ): Promise<CallOutcome> {
     await recorded;
     const status: ToolCallStatus = result ? "succeeded" : failure?.code === "cancelled" ? "cancelled" : "failed";
     const completed = await this.db.executeQuery(

@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { type AddressInfo, createServer, type Socket } from "node:net";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callsInFlight } from "../../src/mcp/gateway.ts";
 import { UpstreamPool, upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import { startTestServer } from "../support/server.ts";
@@ -161,20 +162,54 @@ describe("upstream failures fail only the call they hit, and are recorded", () =
     }
   });
 
-  it("records a call whose input PostgreSQL cannot store as given (lone surrogate, NUL), and runs it as sent", async () => {
+  it("records an MCP call whose input PostgreSQL cannot store as given (lone surrogate, NUL), and runs it as sent", async () => {
     const message = "half \ud800 and nul \u0000";
-    const recorded = await call(session.id, "ours_echo", { message });
-    expect(recorded).toMatchObject({
-      status: "succeeded",
-      input: { message: "half \ufffd and nul \ufffd" },
-      output: { content: [{ text: "upstream: half \ufffd and nul \ufffd" }] },
+    // The API refuses such text outright, naming the field...
+    const refused = await t.client.POST("/sessions/{session_id}/tool-calls", {
+      params: { path: { session_id: session.id } },
+      body: { tool_id: "ours_echo", input: { message } },
     });
-    // Over MCP the client gets the upstream's answer as it came: the upstream was sent the input as given.
+    expect(refused.response.status).toBe(400);
+    expect(refused.error).toMatchObject({ code: "invalid_data", errors: [{ path: ["input", "message"] }] });
+    // ...while an MCP client's call runs with the input as sent (the upstream echoes it back unchanged) and is
+    // recorded with U+FFFD where PostgreSQL could not store a character.
     const client = await connectMcp(t, session);
     try {
       expect(firstText(await client.callTool({ name: "ours_echo", arguments: { message } }))).toBe(
         `upstream: ${message}`,
       );
+    } finally {
+      await client.close();
+    }
+    const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+      params: { path: { session_id: session.id }, query: { order: "desc", limit: 1 } },
+    });
+    expect(data?.items[0]).toMatchObject({
+      transport: "mcp",
+      status: "succeeded",
+      input: { message: "half \ufffd and nul \ufffd" },
+      output: { content: [{ text: "upstream: half \ufffd and nul \ufffd" }] },
+    });
+  });
+
+  it("on shutdown fails the calls still running (shutdown), answering their clients and completing their records", async () => {
+    const client = await connectMcp(t, session);
+    try {
+      const viaApi = call(session.id, "ours_slow", { ms: 60_000 });
+      const viaMcp = client.callTool({ name: "ours_slow", arguments: { ms: 60_000 } });
+      await expect.poll(() => callsInFlight.size, { timeout: 15_000 }).toBe(2);
+      await callsInFlight.stopAll();
+      expect(await viaApi).toMatchObject({ status: "failed", error: { code: "shutdown" } });
+      const answered = await viaMcp;
+      expect(answered.isError).toBe(true);
+      expect(firstText(answered)).toMatch(/^Provider ours: This server stopped before the upstream answered/);
+      const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+        params: { path: { session_id: session.id }, query: { tool_id: ["ours_slow"], order: "desc", limit: 2 } },
+      });
+      expect(data?.items.map((item) => [item.status, item.error?.code])).toEqual([
+        ["failed", "shutdown"],
+        ["failed", "shutdown"],
+      ]);
     } finally {
       await client.close();
     }
