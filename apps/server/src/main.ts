@@ -7,7 +7,7 @@ import { type Config, loadConfig } from "./config.ts";
 import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
 import { createHttpServer } from "./http/server.ts";
-import { callsInFlight } from "./mcp/gateway.ts";
+import { callLeaseMs, callsInFlight, failExpiredCalls } from "./mcp/gateway.ts";
 import { upstreams } from "./runtimes/pool.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 import { bundledSpec } from "./spec.ts";
@@ -65,6 +65,16 @@ const deployJobs = new DeployJobRunner({
 });
 await deployJobs.start().catch(startupFailed);
 
+// Tool calls left waiting by a process that died (this one before a crash, or another replica) fail once their
+// lease runs out: now, and every third of a lease from here on.
+const expiredCallsSweep = async () => {
+  const failed = await failExpiredCalls(database.db).catch(() => 0);
+  if (failed > 0) logger.warn({ failed }, "failed tool calls whose server process stopped");
+};
+await expiredCallsSweep();
+const expiredCallsSweeper = setInterval(() => void expiredCallsSweep(), Math.max(1_000, callLeaseMs() / 3));
+expiredCallsSweeper.unref();
+
 const server: Server = createHttpServer(app);
 // A port in use used to print "listening" and leave a process that served nothing.
 await new Promise<void>((resolve, reject) => {
@@ -118,6 +128,7 @@ async function shutdown(signal: string) {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   // Upstream MCP connections end with the server: stdio children are stopped, not orphaned.
   await upstreams.closeAll();
+  clearInterval(expiredCallsSweeper);
   await deployJobs.stop();
   await database.close();
   logger.info("stopped");

@@ -437,6 +437,8 @@ export interface ToolCallsTable {
   provider_deployment_id: string | null;
   tool_key: string;
   status: ColumnType<ToolCallStatus, ToolCallStatus | undefined>;
+  /** Until when the process running the call vouches for it (renewed while it runs; see CallsInFlight). */
+  lease_until: Timestamp;
   transport: "tool_call" | "mcp";
   message_id: string;
   connection_id: string | null;

@@ -87,23 +87,36 @@ export interface CallOutcome {
   failure: UpstreamFailure | null;
 }
 
+/** How long a running call's lease lasts (TOOLPLANE_CALL_LEASE_MS, default 1 min); renewed every third of it. */
+export const callLeaseMs = () => envMs("TOOLPLANE_CALL_LEASE_MS", 60_000);
+
+interface RunningCall {
+  id: string;
+  db: Db;
+  finished: Promise<void>;
+}
+
 /**
- * The tool calls this process is running, whichever gateway instance started them: on shutdown the ones still
- * running are failed (`shutdown`), so every client gets an answer and no record stays `waiting_for_response`.
+ * The tool calls this process is running, whichever gateway instance started them. While they run their leases
+ * are renewed; on shutdown the ones still running are failed (`shutdown`), so every client gets an answer and no
+ * record stays `waiting_for_response` (a process that dies without shutting down leaves leases that run out:
+ * failExpiredCalls).
  */
 class CallsInFlight {
-  private readonly running = new Map<AbortController, Promise<void>>();
+  private readonly running = new Map<AbortController, RunningCall>();
+  private renewer: NodeJS.Timeout | null = null;
 
-  /** Registers a call until `finish` is called (after its record is complete). */
-  start(): { signal: AbortSignal; finish: () => void } {
+  /** Registers the call with record `id` until `finish` is called (after its record is complete). */
+  start(id: string, db: Db): { signal: AbortSignal; finish: () => void } {
     const controller = new AbortController();
-    let finished: () => void = () => undefined;
-    this.running.set(controller, new Promise<void>((resolve) => (finished = resolve)));
+    let finish: () => void = () => undefined;
+    this.running.set(controller, { id, db, finished: new Promise<void>((resolve) => (finish = resolve)) });
+    this.renewer ??= setInterval(() => void this.renew(), Math.max(100, Math.floor(callLeaseMs() / 3))).unref();
     return {
       signal: controller.signal,
       finish: () => {
         this.running.delete(controller);
-        finished();
+        finish();
       },
     };
   }
@@ -115,10 +128,49 @@ class CallsInFlight {
   /** Fails every running call; resolves once their records are written and their answers on their way. */
   async stopAll(): Promise<void> {
     const reason = new UpstreamFailure("shutdown", "This server stopped before the upstream answered.");
-    const finished = [...this.running.values()];
+    const finished = [...this.running.values()].map((call) => call.finished);
     for (const controller of this.running.keys()) controller.abort(reason);
     await Promise.all(finished);
   }
+
+  private async renew(): Promise<void> {
+    const byDb = new Map<Db, string[]>();
+    for (const { id, db } of this.running.values()) byDb.set(db, [...(byDb.get(db) ?? []), id]);
+    const until = new Date(Date.now() + callLeaseMs());
+    await Promise.all(
+      [...byDb].map(
+        ([db, ids]) =>
+          db
+            .updateTable("tool_calls")
+            .set({ lease_until: until })
+            .where("id", "in", ids)
+            .where("status", "=", "waiting_for_response")
+            .execute()
+            .catch(() => undefined), // a database outage: the next renewal tries again
+      ),
+    );
+  }
+}
+
+/**
+ * Fails the calls whose lease ran out: their process died before finishing them. Run at start and periodically by
+ * every server process; returns how many it failed.
+ */
+export async function failExpiredCalls(db: Db): Promise<number> {
+  const failed = await db
+    .updateTable("tool_calls")
+    .set({
+      status: "failed",
+      error: JSON.stringify({
+        code: "shutdown",
+        message: "The server process running this call stopped before it finished.",
+      }),
+      completed_at: new Date(),
+    })
+    .where("status", "=", "waiting_for_response")
+    .where("lease_until", "<", new Date())
+    .executeTakeFirst();
+  return Number(failed.numUpdatedRows);
 }
 export const callsInFlight = new CallsInFlight();
 
@@ -390,7 +442,7 @@ export class Gateway {
     let result: Item | null = null;
     let failure: UpstreamFailure | null = failed;
     // Registered while it runs: shutdown fails the calls still running (see callsInFlight).
-    const running = callsInFlight.start();
+    const running = callsInFlight.start(id, this.db);
     try {
       if (upstream) {
         const signal = options.signal ? AbortSignal.any([options.signal, running.signal]) : running.signal;
