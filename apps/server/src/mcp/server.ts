@@ -212,46 +212,28 @@ export async function sessionMcpServer(
   server.setRequestHandler("resources/subscribe", byUri("resources/subscribe") as never);
   server.setRequestHandler("resources/unsubscribe", byUri("resources/unsubscribe") as never);
 
+  // Routed by its ref: a prompt's key, or a resource template's URI, each rewritten to the upstream's own.
   server.setRequestHandler("completion/complete", (async (request: { params: Params }, ctx: ServerContext) => {
     const current = await session();
     const ref = (request.params.ref ?? {}) as Params;
-    if (ref.type === "ref/prompt") {
-      const target = await gateway
-        .locate(current, "prompts/list", String(ref.name), downstream(ctx))
-        .catch((e: unknown) => {
-          throw asProtocolError(e);
-        });
-      if (!target)
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidParams,
-          `Prompt ${String(ref.name)} is not offered by this session.`,
-        );
-      return exposeUris(
-        await forward(ctx, target.provider, target.upstream, "completion/complete", {
-          ...forwardedParams(request.params, ctx),
-          ref: { ...ref, name: target.name },
-        }),
-        gateway.namespaces(current),
-        null,
-      );
-    }
-    const uri = String(ref.uri);
-    const target = await gateway.locateUri(current, uri, downstream(ctx)).catch((e: unknown) => {
+    const byPrompt = ref.type === "ref/prompt";
+    const target = await (byPrompt
+      ? gateway
+          .locate(current, "prompts/list", String(ref.name), downstream(ctx))
+          .then((t) => t && { ...t, ref: { ...ref, name: t.name } })
+      : gateway
+          .locateUri(current, String(ref.uri), downstream(ctx))
+          .then((t) => t && { ...t, ref: { ...ref, uri: t.uri } })
+    ).catch((e: unknown) => {
       throw asProtocolError(e);
     });
-    if (!target)
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        `Resource template ${uri} is not offered by this session.`,
-      );
-    return exposeUris(
-      await forward(ctx, target.provider, target.upstream, "completion/complete", {
-        ...forwardedParams(request.params, ctx),
-        ref: { ...ref, uri: target.uri },
-      }),
-      gateway.namespaces(current),
-      null,
-    );
+    if (!target) {
+      const what = byPrompt ? `Prompt ${String(ref.name)}` : `Resource template ${String(ref.uri)}`;
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `${what} is not offered by this session.`);
+    }
+    const params = { ...forwardedParams(request.params, ctx), ref: target.ref };
+    const result = await forward(ctx, target.provider, target.upstream, "completion/complete", params);
+    return exposeUris(result, gateway.namespaces(current), null);
   }) as never);
 
   server.setRequestHandler("logging/setLevel", (async (

@@ -202,6 +202,15 @@ describe("prompts and completion", () => {
       argument: { name: "who", value: "a" },
     });
     expect(completed.completion.values).toEqual(["ada", "alan"]);
+    // A resource template's argument, routed by the template's session-wide URI.
+    const byTemplate = await client.complete({
+      ref: { type: "ref/resource", uri: "modern+memo://day/{day}" },
+      argument: { name: "day", value: "g" },
+    });
+    expect(byTemplate.completion.values).toEqual(["grace"]);
+    await expect(
+      client.complete({ ref: { type: "ref/resource", uri: "nobody+x://{y}" }, argument: { name: "y", value: "" } }),
+    ).rejects.toThrow(/not offered/);
   });
 });
 
