@@ -18,8 +18,10 @@ import {
   type Upstream,
   type UpstreamCaller,
   UpstreamFailure,
+  upstreamTimeoutMs,
 } from "../runtimes/pool.ts";
-import type { Downstream, Gateway, ProviderFailure } from "./gateway.ts";
+import { Continuation, Continuations } from "./continuations.ts";
+import type { CallOutcome, Downstream, Gateway, ProviderFailure } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
 
@@ -149,34 +151,108 @@ export async function sessionMcpServer(
   server.setRequestHandler("resources/list", listing("resources/list") as never);
   server.setRequestHandler("resources/templates/list", listing("resources/templates/list") as never);
 
-  server.setRequestHandler("tools/call", (async (request: { params: Params }, ctx: ServerContext) => {
-    const current = await session();
-    const { name, arguments: input, ...rest } = request.params;
-    const outcome = await gateway
-      .call(
-        current,
-        String(name),
-        input as Params | undefined,
-        { transport: "mcp", connectionId: serving.connectionId },
-        {
-          ...downstream(ctx),
-          signal: ctx.mcpReq.signal,
-          ...progressRelay(ctx),
-          params: forwardedParams(rest, ctx),
-        },
-      )
-      .catch((error: unknown) => {
-        throw asProtocolError(error);
-      });
+  /** A call's outcome as the client gets it: the result with session-wide URIs, or its failure naming the provider. */
+  const toolCallResult = async (outcome: CallOutcome | null, key: string) => {
     if (!outcome)
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${String(name)} is not offered by this session.`);
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${key} is not offered by this session.`);
+    const current = await session();
     const provider = current.providers.find((p) => p.sessionProviderId === outcome.record.session_provider_id);
-    if (outcome.result)
+    if (outcome.result) {
       return exposeUris(outcome.result, gateway.namespaces(current), outcome.record.session_provider_id);
+    }
     const failure = outcome.failure ?? new UpstreamFailure("upstream_unavailable", "The tool call failed.");
     const message = `Provider ${provider?.providerSlug ?? "?"}: ${failure.message}`;
     if (failure.code === "upstream_error") throw new ProtocolError(failure.rpcCode ?? -32603, message, failure.rpcData);
     return { content: [{ type: "text", text: message }], isError: true };
+  };
+  const origin = () => ({ transport: "mcp" as const, connectionId: serving.connectionId });
+
+  server.setRequestHandler("tools/call", (async (request: { params: Params }, ctx: ServerContext) => {
+    const current = await session();
+    const { name, arguments: input, ...rest } = request.params;
+    const key = String(name);
+    if (serving.canRequest) {
+      const outcome = await gateway
+        .call(current, key, input as Params | undefined, origin(), {
+          ...downstream(ctx),
+          signal: ctx.mcpReq.signal,
+          ...progressRelay(ctx),
+          params: forwardedParams(rest, ctx),
+        })
+        .catch((error: unknown) => {
+          throw asProtocolError(error);
+        });
+      return toolCallResult(outcome, key);
+    }
+
+    // Per request (2026-07-28, or 2025 without a session): questions the upstream puts to the client while the
+    // call runs leave as input_required rounds, and the call waits here for the retry that answers them.
+    const requestState = ctx.mcpReq.requestState() ?? rest.requestState;
+    let continuation: Continuation<CallEnd>;
+    let live: LiveCall;
+    if (Continuations.isToken(requestState)) {
+      const held = continuations.take(requestState, current.id);
+      const heldLive = held && liveCalls.get(held);
+      if (!held || !heldLive) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          "This call is not waiting on this server process any more (it expired, or the retry reached another replica).",
+        );
+      }
+      continuation = held;
+      live = heldLive;
+      live.ctx = ctx;
+      continuation.answer(ctx.mcpReq.inputResponses ?? (rest.inputResponses as Params | undefined));
+    } else {
+      continuation = new Continuation<CallEnd>(current.id);
+      live = { ctx, control: new AbortController() };
+      liveCalls.set(continuation, live);
+      const base = downstream(ctx);
+      const progressToken = () => live.ctx.mcpReq._meta?.progressToken;
+      gateway
+        .call(current, key, input as Params | undefined, origin(), {
+          ...base,
+          caller: () => ({
+            request: (embedded, signal) => continuation.ask(embedded, signal),
+            notify: (notification) => {
+              if (notification.method === "notifications/progress") return;
+              void live.ctx.mcpReq.notify(notification).catch(() => undefined);
+            },
+          }),
+          signal: live.control.signal,
+          onprogress: (progress) => {
+            const token = progressToken();
+            if (token === undefined) return;
+            void live.ctx.mcpReq
+              .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
+              .catch(() => undefined);
+          },
+          params: forwardedParams(rest, ctx),
+        })
+        .then(
+          (outcome) => continuation.end({ outcome }),
+          (error: unknown) => continuation.end({ error }),
+        );
+    }
+    // While the client waits on this request, cancelling it cancels the call.
+    const cancel = () => live.control.abort(ctx.mcpReq.signal.reason);
+    ctx.mcpReq.signal.addEventListener("abort", cancel);
+    try {
+      const step = await continuation.next();
+      if (step.kind === "ask") {
+        continuations.hold(continuation);
+        return {
+          resultType: "input_required",
+          inputRequests: { [step.key]: step.request },
+          requestState: continuation.token,
+        };
+      }
+      continuations.release(continuation);
+      if ("error" in step.outcome) throw asProtocolError(step.outcome.error);
+      return toolCallResult(step.outcome.outcome, key);
+    } finally {
+      ctx.mcpReq.signal.removeEventListener("abort", cancel);
+    }
   }) as never);
 
   server.setRequestHandler("prompts/get", (async (request: { params: Params }, ctx: ServerContext) => {
@@ -292,6 +368,17 @@ export async function sessionMcpServer(
 
 /** The client capability each relayed server→client request needs. */
 const RELAYED_CAPABILITY: Record<string, keyof ClientCapabilities | undefined> = RELAYED_REQUESTS;
+
+/** How a call started per request ends: its outcome, or an error before it had one. */
+type CallEnd = { outcome: CallOutcome | null } | { error: unknown };
+/** The request of a per-request call the client is waiting on right now (the first, then each retry). */
+interface LiveCall {
+  ctx: ServerContext;
+  control: AbortController;
+}
+/** Calls whose upstream asked the client something, waiting for the retry that brings the answer (per process). */
+const continuations = new Continuations<CallEnd>(upstreamTimeoutMs());
+const liveCalls = new WeakMap<Continuation<CallEnd>, LiveCall>();
 
 const LIST_MEMBER: Record<ListMethod, string> = {
   "tools/list": "tools",

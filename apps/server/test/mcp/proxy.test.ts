@@ -289,6 +289,32 @@ describe("server→client requests", () => {
     expect(JSON.stringify(elicited.content)).toContain("Ada");
   });
 
+  it("turns a 2025 upstream's sampling and elicitation into input_required rounds for a 2026-07-28 client", async () => {
+    const client = await modernClient(onlyEverything, { sampling: {}, elicitation: {} });
+    const asked: string[] = [];
+    client.setRequestHandler("sampling/createMessage", async () => {
+      asked.push("sampling");
+      return { role: "assistant", content: { type: "text", text: "sampled by the modern client" }, model: "m" };
+    });
+    client.setRequestHandler("elicitation/create", async () => {
+      asked.push("elicitation");
+      return { action: "accept", content: { name: "Grace" } };
+    });
+    const sampled = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hi", maxTokens: 5 } });
+    expect(JSON.stringify(sampled.content)).toContain("sampled by the modern client");
+    const elicited = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
+    expect(JSON.stringify(elicited.content)).toContain("Grace");
+    expect(asked).toEqual(["sampling", "elicitation"]);
+    // Each call is one record, completed once the upstream had its answers.
+    const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+      params: { path: { session_id: onlyEverything.id }, query: { order: "desc", limit: 2 } },
+    });
+    expect(data?.items.map((i) => [i.tool_key, i.status])).toEqual([
+      ["trigger-elicitation-request", "succeeded"],
+      ["trigger-sampling-request", "succeeded"],
+    ]);
+  });
+
   it("brings a 2026-07-28 upstream's input_required to a 2025 client as elicitation, and to a modern client as is", async () => {
     const old = await legacyClient(onlyModern, { elicitation: {} });
     old.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { ok: true } }));

@@ -1,0 +1,124 @@
+import { randomBytes } from "node:crypto";
+
+/** A server→client request an upstream made, as an MCP 2026-07-28 `input_required` result embeds it. */
+export interface EmbeddedRequest {
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+/** What a call waiting in this process does next: ask its client something, or end. */
+export type Step<T> = { kind: "ask"; key: string; request: EmbeddedRequest } | { kind: "done"; outcome: T };
+
+/** The `requestState` of a continuation: recognisable, unguessable, and no use to another session. */
+const TOKEN_PREFIX = "toolplane.continuation.";
+
+/**
+ * One call whose upstream asks the client things (sampling, elicitation, roots) although the client speaks MCP
+ * 2026-07-28, which has no server→client requests: each question leaves as an `input_required` result carrying
+ * the question and this continuation's token as `requestState`; the client's retry brings the answer back, which
+ * goes to the upstream's waiting request, and the call goes on to its next question or its outcome.
+ */
+export class Continuation<T> {
+  readonly token = `${TOKEN_PREFIX}${randomBytes(16).toString("base64url")}`;
+  private readonly steps: Step<T>[] = [];
+  private waiting: ((step: Step<T>) => void) | null = null;
+  private readonly answers = new Map<string, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  private asked = 0;
+
+  constructor(readonly sessionId: string) {}
+
+  /** For the upstream: puts a question to the client; resolves with its answer. */
+  ask(request: EmbeddedRequest, signal: AbortSignal): Promise<unknown> {
+    const key = `q${++this.asked}`;
+    return new Promise<unknown>((resolve, reject) => {
+      this.answers.set(key, { resolve, reject });
+      signal.addEventListener("abort", () => {
+        this.answers.delete(key);
+        reject(signal.reason instanceof Error ? signal.reason : new Error("The question was withdrawn."));
+      });
+      this.push({ kind: "ask", key, request });
+    });
+  }
+
+  /** The call's outcome, once it has one. */
+  end(outcome: T): void {
+    this.push({ kind: "done", outcome });
+  }
+
+  /** The client's answers (its `inputResponses`); an answer to a question never asked is ignored. */
+  answer(responses: Record<string, unknown> | undefined): void {
+    for (const [key, value] of Object.entries(responses ?? {})) {
+      this.answers.get(key)?.resolve(value);
+      this.answers.delete(key);
+    }
+  }
+
+  /** Fails the questions still open (the client went away): the upstream hears an error, the call ends. */
+  abandon(error: Error): void {
+    for (const { reject } of this.answers.values()) reject(error);
+    this.answers.clear();
+  }
+
+  /** The next step: a question for the client, or the outcome. */
+  next(): Promise<Step<T>> {
+    const step = this.steps.shift();
+    if (step) return Promise.resolve(step);
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+    });
+  }
+
+  private push(step: Step<T>): void {
+    const waiting = this.waiting;
+    this.waiting = null;
+    if (waiting) waiting(step);
+    else this.steps.push(step);
+  }
+}
+
+/**
+ * The continuations of this process. A retry must reach the process that holds its continuation (sticky routing
+ * for 2026-07-28 clients answering questions of 2025 upstreams; see README); one left unanswered for `ttlMs` is
+ * abandoned, which fails the upstream's question.
+ */
+export class Continuations<T> {
+  private readonly byToken = new Map<string, { continuation: Continuation<T>; timer: NodeJS.Timeout }>();
+
+  constructor(private readonly ttlMs: number) {}
+
+  static isToken(requestState: unknown): requestState is string {
+    return typeof requestState === "string" && requestState.startsWith(TOKEN_PREFIX);
+  }
+
+  open(sessionId: string): Continuation<T> {
+    const continuation = new Continuation<T>(sessionId);
+    this.hold(continuation);
+    return continuation;
+  }
+
+  /** The continuation a retry names, if this process holds it for that session (taken out until held again). */
+  take(token: string, sessionId: string): Continuation<T> | null {
+    const held = this.byToken.get(token);
+    if (!held || held.continuation.sessionId !== sessionId) return null;
+    clearTimeout(held.timer);
+    this.byToken.delete(token);
+    return held.continuation;
+  }
+
+  /** Keeps a continuation that put a question to its client, until the client's retry takes it. */
+  hold(continuation: Continuation<T>): void {
+    const timer = setTimeout(() => {
+      this.byToken.delete(continuation.token);
+      continuation.abandon(new Error("The client did not answer in time."));
+    }, this.ttlMs);
+    timer.unref();
+    this.byToken.set(continuation.token, { continuation, timer });
+  }
+
+  /** Ends a continuation whose call finished. */
+  release(continuation: Continuation<T>): void {
+    const held = this.byToken.get(continuation.token);
+    if (held) clearTimeout(held.timer);
+    this.byToken.delete(continuation.token);
+  }
+}
