@@ -23,6 +23,7 @@ import { applyTransformer } from "../runtimes/transformer.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import { Namespaces } from "./keys.ts";
+import { SessionActivity } from "./session-activity.ts";
 
 type Item = Record<string, unknown>;
 
@@ -174,9 +175,6 @@ export async function failExpiredCalls(db: Db): Promise<number> {
 }
 export const callsInFlight = new CallsInFlight();
 
-/** How long a session counts as `connected` after its last MCP request. */
-const CONNECTED_FOR_MS = 5 * 60_000;
-
 const envMs = (name: string, fallback: number): number => {
   const value = Number(process.env[name]);
   return Number.isInteger(value) && value > 0 ? value : fallback;
@@ -209,6 +207,7 @@ const COMPLETE_FIELDS = ["id", "status", "runId", "output", "error", "completedA
  */
 export class Gateway {
   private readonly credentials: UpstreamCredentials;
+  private readonly activity: SessionActivity;
   // The two writes of every tool call, compiled once (see lib/prepared.ts).
   private readonly recordQuery;
   private readonly completeQuery;
@@ -222,6 +221,7 @@ export class Gateway {
     readonly maxMs: number = upstreamMaxMs(),
   ) {
     this.credentials = new UpstreamCredentials({ db, secrets });
+    this.activity = new SessionActivity(db);
     this.recordQuery = prepared(RECORD_FIELDS, (p) =>
       db.insertInto("tool_calls").values({
         id: p.id,
@@ -493,16 +493,8 @@ export class Gateway {
   }
 
   /** Counts received messages on the session and, for MCP traffic, marks it connected for a while. */
-  async touch(sessionId: string, messages: number, connected: boolean): Promise<void> {
-    await this.db
-      .updateTable("sessions")
-      .set((eb) => ({
-        message_count: eb("message_count", "+", messages),
-        ...(connected ? { connected_until: new Date(Date.now() + CONNECTED_FOR_MS) } : {}),
-      }))
-      .where("id", "=", sessionId)
-      .where("status", "=", "active")
-      .execute();
+  touch(sessionId: string, messages: number, connected: boolean): Promise<void> {
+    return this.activity.record(sessionId, messages, connected);
   }
 
   private withCaller<T>(provider: GatewaySessionProvider, downstream: Downstream, fn: () => Promise<T>): Promise<T> {

@@ -300,7 +300,10 @@ describe("server→client requests", () => {
       asked.push("elicitation");
       return { action: "accept", content: { name: "Grace" } };
     });
-    const sampled = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hi", maxTokens: 5 } });
+    const sampled = await client.callTool({
+      name: "trigger-sampling-request",
+      arguments: { prompt: "hi", maxTokens: 5 },
+    });
     expect(JSON.stringify(sampled.content)).toContain("sampled by the modern client");
     const elicited = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
     expect(JSON.stringify(elicited.content)).toContain("Grace");
