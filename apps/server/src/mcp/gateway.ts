@@ -383,9 +383,9 @@ export class Gateway {
       session.providers.map(async (provider) => {
         try {
           const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
-          return { provider, ...(await upstream.describe(this.listMs)) };
+          return { provider, upstream, ...(await upstream.describe(this.listMs)) };
         } catch {
-          return { provider, capabilities: {}, instructions: undefined };
+          return { provider, upstream: null, capabilities: {}, instructions: undefined };
         }
       }),
     );

@@ -13,6 +13,7 @@ import {
 } from "@modelcontextprotocol/server";
 import type { Logger } from "pino";
 import {
+  LISTS,
   type ListMethod,
   RELAYED_REQUESTS,
   type Upstream,
@@ -94,10 +95,7 @@ export async function sessionMcpServer(
           });
         },
         request: (request, signal) => {
-          const needed = RELAYED_CAPABILITY[request.method];
-          if (needed && !server.getClientCapabilities()?.[needed]) {
-            throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `The client did not declare ${needed}.`);
-          }
+          assertDeclared(request.method, server.getClientCapabilities());
           return server.request(request as never, { signal });
         },
       }),
@@ -144,7 +142,7 @@ export async function sessionMcpServer(
     const current = await session();
     const { items, failures } = await gateway.list(current, method, downstream(ctx));
     await reportFailures(ctx, serving, failures);
-    return { [LIST_MEMBER[method]]: items.map(({ item }) => item) };
+    return { [LISTS[method]]: items.map(({ item }) => item) };
   };
   server.setRequestHandler("tools/list", listing("tools/list") as never);
   server.setRequestHandler("prompts/list", listing("prompts/list") as never);
@@ -319,19 +317,17 @@ export async function sessionMcpServer(
     const current = await session();
     const described = await gateway.describe(current, downstream(ctx));
     await Promise.all(
-      described
-        .filter((d) => d.capabilities.logging)
-        .map(async ({ provider }) => {
-          const upstream = await gateway.upstreamFor(current.instanceId, provider, downstream(ctx));
-          await gateway
-            .forward(provider, upstream, "logging/setLevel", { level: request.params.level })
-            .catch((error: unknown) => {
-              serving.log.warn(
-                { provider: provider.providerSlug, err: errorMessage(error) },
-                "logging/setLevel failed upstream",
-              );
-            });
-        }),
+      described.map(async ({ provider, upstream, capabilities }) => {
+        if (!upstream || !capabilities.logging) return;
+        await gateway
+          .forward(provider, upstream, "logging/setLevel", { level: request.params.level })
+          .catch((error: unknown) => {
+            serving.log.warn(
+              { provider: provider.providerSlug, err: errorMessage(error) },
+              "logging/setLevel failed upstream",
+            );
+          });
+      }),
     );
     return {};
   }) as never);
@@ -366,8 +362,13 @@ export async function sessionMcpServer(
   return server;
 }
 
-/** The client capability each relayed server→client request needs. */
-const RELAYED_CAPABILITY: Record<string, keyof ClientCapabilities | undefined> = RELAYED_REQUESTS;
+/** A relayed server→client request (sampling, elicitation, roots) reaches only a client that declared it. */
+function assertDeclared(method: string, capabilities: ClientCapabilities | undefined): void {
+  const needed = (RELAYED_REQUESTS as Record<string, keyof ClientCapabilities | undefined>)[method];
+  if (needed && !capabilities?.[needed]) {
+    throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `The client did not declare ${needed}.`);
+  }
+}
 
 /** How a call started per request ends: its outcome, or an error before it had one. */
 type CallEnd = { outcome: CallOutcome | null } | { error: unknown };
@@ -379,13 +380,6 @@ interface LiveCall {
 /** Calls whose upstream asked the client something, waiting for the retry that brings the answer (per process). */
 const continuations = new Continuations<CallEnd>(upstreamTimeoutMs());
 const liveCalls = new WeakMap<Continuation<CallEnd>, LiveCall>();
-
-const LIST_MEMBER: Record<ListMethod, string> = {
-  "tools/list": "tools",
-  "prompts/list": "prompts",
-  "resources/list": "resources",
-  "resources/templates/list": "resourceTemplates",
-};
 
 /**
  * The client's capabilities: from its request's `_meta` envelope (2026-07-28), or from its `initialize` (2025),
@@ -450,10 +444,7 @@ function relayTo(
           `${request.method} from provider ${provider.providerSlug} cannot reach a client on a per-request connection.`,
         );
       }
-      const needed = RELAYED_CAPABILITY[request.method];
-      if (needed && !capabilities?.[needed]) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `The client did not declare ${needed}.`);
-      }
+      assertDeclared(request.method, capabilities);
       return ctx.mcpReq.send(request as never, { signal });
     },
     notify: (notification: Notification) => {
