@@ -78,8 +78,22 @@ class PreparingClient extends pg.Client {
   }
 }
 
-/** How long a query waits for a PostgreSQL connection before the request fails as unavailable (503). */
+/** How long opening a PostgreSQL connection may take before the request fails as unavailable (503). */
 export const DATABASE_CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * How long a query may wait in the pool's queue while every connection is busy. This is load, not an outage, so
+ * it is bounded far more loosely: with one bound for both, a burst of 1,000 MCP clients on 10 connections turned
+ * 102–269 of its requests into 503s while the database was healthy. During an outage the queue does not grow:
+ * each waiting request gets a connection attempt of its own, which fails within DATABASE_CONNECT_TIMEOUT_MS.
+ */
+export const DATABASE_QUEUE_TIMEOUT_MS = 30_000;
+
+/** A pooled PostgreSQL connection whose opening is bounded by DATABASE_CONNECT_TIMEOUT_MS on its own. */
+class PostgresClient extends PreparingClient {
+  constructor(config?: pg.ClientConfig) {
+    super({ ...config, connectionTimeoutMillis: DATABASE_CONNECT_TIMEOUT_MS });
+  }
+}
 
 /** One data layer for both engines: the same Kysely queries and SQL migrations run on PGlite and PostgreSQL. */
 export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHandle> {
@@ -87,10 +101,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
     const pool = new pg.Pool({
       connectionString: target.url,
       max: target.poolSize ?? 10,
-      Client: PreparingClient,
-      // While the database is down a request waits at most this long for a connection, then answers 503
-      // (pg's default is to wait forever); keepAlive notices a server that vanished without closing the socket.
-      connectionTimeoutMillis: DATABASE_CONNECT_TIMEOUT_MS,
+      Client: PostgresClient,
+      // pg's default is to wait forever. pg-pool applies this bound to both queueing and connecting; the client
+      // applies the shorter DATABASE_CONNECT_TIMEOUT_MS to connecting. keepAlive notices a server that vanished
+      // without closing the socket.
+      connectionTimeoutMillis: DATABASE_QUEUE_TIMEOUT_MS,
       keepAlive: true,
     });
     // An idle pooled connection the server ends (restart, failover, a dropped database) is emitted here; the pool

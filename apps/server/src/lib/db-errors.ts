@@ -19,10 +19,11 @@ const UNREACHABLE = new Set([
 const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300)$/;
 
 /**
- * Messages pg gives a connection lost mid-query or a pool that could not connect in time; they carry no code.
+ * Messages pg gives a connection lost mid-query, or a pool or client that could not connect in time; they carry
+ * no code.
  */
 const LOST_CONNECTION =
-  /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed)/;
+  /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|timeout expired$|Client was closed)/;
 
 /** Whether `err` says the database cannot be reached right now (an outage the server outlives), not a bad query. */
 export function isDatabaseUnavailable(err: unknown): boolean {
