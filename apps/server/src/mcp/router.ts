@@ -1,7 +1,13 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from "@modelcontextprotocol/node";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
-import { createMcpHandler, isInitializeRequest, isLegacyRequest, type Transport } from "@modelcontextprotocol/server";
+import {
+  createMcpHandler,
+  isInitializeRequest,
+  isLegacyRequest,
+  type McpServerFactory,
+  type Transport,
+} from "@modelcontextprotocol/server";
 import { ApiError } from "@toolplane/server-stubs";
 import express, { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../app.ts";
@@ -10,6 +16,7 @@ import { newId } from "../lib/ids.ts";
 import { gatewaySessionLoader } from "../resources/sessions/gateway-view.ts";
 import { Gateway } from "./gateway.ts";
 import type { GatewaySession, LoadGatewaySession } from "./gateway-session.ts";
+import { SessionSubscriptions } from "./listen.ts";
 import { type ServingContext, sessionMcpServer } from "./server.ts";
 
 const API_KEY_PREFIX = "tp_";
@@ -173,16 +180,16 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   });
 
   // One handler for every 2026-07-28 request (and stateless 2025 ones): the session travels in authInfo.
-  const perRequest = createMcpHandler(
-    async ({ authInfo }) => {
-      const extra = authInfo?.extra as { session: GatewaySession; serving: ServingContext; method?: string };
-      return sessionMcpServer(gateway, async () => extra.session, extra.serving, {
-        instructions: extra.method === "server/discover" || extra.method === "initialize",
-      });
-    },
-    { onerror: (error) => deps.logger.warn({ err: error.message }, "MCP request failed") },
-  );
-  const perRequestNode = toNodeHandler(perRequest);
+  const perRequestServer: McpServerFactory = async ({ authInfo }) => {
+    const extra = authInfo?.extra as { session: GatewaySession; serving: ServingContext; method?: string };
+    return sessionMcpServer(gateway, async () => extra.session, extra.serving, {
+      instructions: extra.method === "server/discover" || extra.method === "initialize",
+    });
+  };
+  const onerror = (error: Error) => deps.logger.warn({ err: error.message }, "MCP request failed");
+  const perRequestNode = toNodeHandler(createMcpHandler(perRequestServer, { onerror }));
+  // subscriptions/listen streams are served per session, each with the change events of its own upstreams.
+  const subscriptions = new SessionSubscriptions(gateway, perRequestServer, onerror);
   const jsonBody = express.json({ limit: deps.bodyLimitBytes, type: () => true });
 
   router.post("/mcp/:sessionId", jsonBody, async (req, res) => {
@@ -276,7 +283,8 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       scopes: [],
       extra: { session, serving, method },
     };
-    await perRequestNode(req, res, req.body);
+    if (method === "subscriptions/listen") await subscriptions.serve(req, res, session);
+    else await perRequestNode(req, res, req.body);
   }
 
   async function openSession(req: Request, res: Response, session: GatewaySession) {

@@ -111,14 +111,23 @@ export async function sessionMcpServer(
     const params = notification.params as Params | undefined;
     if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
       const uri = gateway.namespaces(await session()).uri(provider.sessionProviderId, params.uri);
+      // The upstream connection may be shared with clients that subscribed to other resources.
+      if (!subscriptions.has(uri)) return;
       await server.notification({ ...notification, params: { ...params, uri } });
     } else {
       await server.notification(notification);
     }
   };
+  // This client's resource subscriptions (session-wide URI → the upstream's): the upstream connection subscribes
+  // once for all the clients that share it, and each client hears of the resources it subscribed to.
+  const subscriptions = new Map<string, { upstream: Upstream; uri: string }>();
   server.onclose = () => {
     for (const stop of watched.values()) stop();
     watched.clear();
+    for (const { upstream, uri } of subscriptions.values()) {
+      void upstream.unsubscribe(uri, gateway.timeoutMs).catch(() => undefined);
+    }
+    subscriptions.clear();
   };
 
   /** What the upstream clients declare, and how the upstreams reach this request's client meanwhile. */
@@ -268,23 +277,42 @@ export async function sessionMcpServer(
     return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
   }) as never);
 
-  /** Requests that name a resource by URI: sent to the provider that owns it, with the upstream's URI. */
-  const byUri = (method: string) => async (request: { params: Params }, ctx: ServerContext) => {
-    const current = await session();
-    const uri = String(request.params.uri);
+  /** The provider, upstream and upstream URI behind a session-wide resource URI. */
+  const locateResource = async (current: GatewaySession, uri: string, ctx: ServerContext) => {
     const target = await gateway.locateUri(current, uri, downstream(ctx)).catch((error: unknown) => {
       throw asProtocolError(error);
     });
     if (!target) throw new ProtocolError(-32002, `Resource ${uri} is not offered by this session.`, { uri });
-    const result = await forward(ctx, target.provider, target.upstream, method, {
+    return target;
+  };
+  server.setRequestHandler("resources/read", (async (request: { params: Params }, ctx: ServerContext) => {
+    const current = await session();
+    const target = await locateResource(current, String(request.params.uri), ctx);
+    const result = await forward(ctx, target.provider, target.upstream, "resources/read", {
       ...forwardedParams(request.params, ctx),
       uri: target.uri,
     });
     return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
-  };
-  server.setRequestHandler("resources/read", byUri("resources/read") as never);
-  server.setRequestHandler("resources/subscribe", byUri("resources/subscribe") as never);
-  server.setRequestHandler("resources/unsubscribe", byUri("resources/unsubscribe") as never);
+  }) as never);
+  server.setRequestHandler("resources/subscribe", (async (request: { params: Params }, ctx: ServerContext) => {
+    const uri = String(request.params.uri);
+    if (subscriptions.has(uri)) return {};
+    const target = await locateResource(await session(), uri, ctx);
+    await target.upstream.subscribe(target.uri, gateway.timeoutMs).catch((error: unknown) => {
+      throw asProtocolError(error, target.provider);
+    });
+    subscriptions.set(uri, target);
+    return {};
+  }) as never);
+  server.setRequestHandler("resources/unsubscribe", (async (request: { params: Params }) => {
+    const uri = String(request.params.uri);
+    const held = subscriptions.get(uri);
+    subscriptions.delete(uri);
+    await held?.upstream.unsubscribe(held.uri, gateway.timeoutMs).catch((error: unknown) => {
+      throw asProtocolError(error);
+    });
+    return {};
+  }) as never);
 
   // Routed by its ref: a prompt's key, or a resource template's URI, each rewritten to the upstream's own.
   server.setRequestHandler("completion/complete", (async (request: { params: Params }, ctx: ServerContext) => {

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import {
   type Client,
   type ClientCapabilities,
+  type McpSubscription,
   type Notification,
   type Progress,
   ProtocolError,
@@ -11,6 +12,7 @@ import {
   SdkHttpError,
   type ServerCapabilities,
   type StandardSchemaV1,
+  type SubscriptionFilter,
 } from "@modelcontextprotocol/client";
 import { newId } from "../lib/ids.ts";
 import { createClient, createTransport, type UpstreamTarget } from "./connect.ts";
@@ -114,6 +116,11 @@ export class Upstream {
   private generation = 0;
   private readonly lists = new Map<ListMethod, unknown[]>();
   private readonly peers = new Set<UpstreamCaller>();
+  /** Upstream resource URIs clients subscribed to through this connection, with how many subscriptions each has. */
+  private readonly subscribed = new Map<string, number>();
+  /** A 2026-07-28 upstream's `subscriptions/listen` stream (list changes, updates of the subscribed resources). */
+  private subscription: McpSubscription | null = null;
+  private relistening: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly target: UpstreamTarget,
@@ -169,6 +176,73 @@ export class Upstream {
     return this.run(options, (client, requestOptions) =>
       client.request({ method, params }, anyResult, { ...requestOptions, allowInputRequired: true }),
     );
+  }
+
+  /**
+   * Subscribes to updates of an upstream resource: once for every client that asks through this connection, in
+   * the upstream's era (`resources/subscribe` for a 2025 server, its listen stream's filter for a 2026-07-28 one).
+   */
+  async subscribe(uri: string, timeoutMs: number): Promise<void> {
+    const count = this.subscribed.get(uri) ?? 0;
+    this.subscribed.set(uri, count + 1);
+    if (count > 0) return;
+    try {
+      await this.changeSubscription("resources/subscribe", uri, timeoutMs);
+    } catch (error) {
+      this.subscribed.delete(uri);
+      throw error;
+    }
+  }
+
+  /** Ends one subscription to an upstream resource; the upstream hears of it when the last one ends. */
+  async unsubscribe(uri: string, timeoutMs: number): Promise<void> {
+    const count = this.subscribed.get(uri) ?? 0;
+    if (count > 1) this.subscribed.set(uri, count - 1);
+    if (count !== 1) return;
+    this.subscribed.delete(uri);
+    await this.changeSubscription("resources/unsubscribe", uri, timeoutMs);
+  }
+
+  private changeSubscription(method: string, uri: string, timeoutMs: number): Promise<void> {
+    const generation = this.generation;
+    return this.run({ timeoutMs }, async (client, options) => {
+      if (client.getProtocolEra() === "modern") await this.relisten(client, generation);
+      else await client.request({ method, params: { uri } }, anyResult, options);
+    });
+  }
+
+  /**
+   * (Re)opens a 2026-07-28 upstream's listen stream with what this connection needs: the list changes the server
+   * announces (they clear the cached lists) and updates of the subscribed resources. A stream's filter is fixed,
+   * so a changed set of resources opens a new stream before the old one closes: no update falls between them. A
+   * dropped stream is opened again (and the lists fetched again: what changed meanwhile is unknown).
+   */
+  private relisten(client: Client, generation: number): Promise<void> {
+    const next = this.relistening
+      .catch(() => undefined)
+      .then(async () => {
+        if (this.generation !== generation) return;
+        const capabilities = client.getServerCapabilities() ?? {};
+        const filter: SubscriptionFilter = {};
+        if (capabilities.tools?.listChanged) filter.toolsListChanged = true;
+        if (capabilities.prompts?.listChanged) filter.promptsListChanged = true;
+        if (capabilities.resources?.listChanged) filter.resourcesListChanged = true;
+        if (capabilities.resources?.subscribe && this.subscribed.size > 0) {
+          filter.resourceSubscriptions = [...this.subscribed.keys()];
+        }
+        const previous = this.subscription;
+        const current = Object.keys(filter).length > 0 ? await client.listen(filter) : null;
+        this.subscription = current;
+        await previous?.close();
+        void current?.closed.then((how) => {
+          if (how !== "remote" || this.subscription !== current || this.generation !== generation) return;
+          this.subscription = null;
+          this.lists.clear();
+          setTimeout(() => void this.relisten(client, generation).catch(() => undefined), 1_000).unref();
+        });
+      });
+    this.relistening = next;
+    return next;
   }
 
   /** A notification to the upstream (e.g. `notifications/roots/list_changed`). */
@@ -282,6 +356,14 @@ export class Upstream {
       deadline.removeEventListener("abort", abort);
     }
     this.runId = newId("prn");
+    // What this connection listens to: a modern server's listen stream; a 2025 server that restarted forgot the
+    // subscriptions of the connection it replaces.
+    if (client.getProtocolEra() === "modern") void this.relisten(client, generation).catch(() => undefined);
+    for (const uri of client.getProtocolEra() === "modern" ? [] : this.subscribed.keys()) {
+      void client
+        .request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs })
+        .catch(() => undefined);
+    }
     return client;
   }
 
@@ -290,6 +372,8 @@ export class Upstream {
     this.client = null;
     this.lists.clear();
     this.runId = null;
+    void this.subscription?.close().catch(() => undefined);
+    this.subscription = null;
   }
 }
 

@@ -341,6 +341,52 @@ describe("logging", () => {
   });
 });
 
+describe("change notifications", () => {
+  it("serves subscriptions/listen to a 2026-07-28 client: list changes and resource updates of upstreams of both eras", async () => {
+    const client = await modernClient(mixed);
+    const heard: string[] = [];
+    client.setNotificationHandler("notifications/tools/list_changed", async () => {
+      heard.push("tools");
+    });
+    client.setNotificationHandler("notifications/resources/updated", async (notification) => {
+      heard.push(notification.params.uri);
+    });
+    const legacyUri = (await client.listResources()).resources.find((r) => r.uri.startsWith("everything-http+"))?.uri;
+    const subscription = await client.listen({
+      toolsListChanged: true,
+      resourceSubscriptions: ["modern+memo://today", legacyUri ?? ""],
+    });
+    expect(subscription.honoredFilter).toMatchObject({ toolsListChanged: true });
+
+    // A 2026-07-28 upstream announces on its own listen stream, which the gateway opened.
+    const grown = firstText(await client.callTool({ name: "modern_grow", arguments: {} }));
+    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("tools");
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain(`modern_${grown}`);
+    await client.callTool({ name: "modern_touch", arguments: {} });
+    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("modern+memo://today");
+    // A 2025 upstream sends updates of resources subscribed with resources/subscribe on its session.
+    await client.callTool({ name: "everything-http_toggle-subscriber-updates", arguments: {} });
+    await expect.poll(() => heard, { timeout: 15_000, interval: 200 }).toContain(legacyUri);
+    await subscription.close();
+  });
+
+  it("subscribes a 2025 client to a 2026-07-28 upstream's resource and relays its list changes", async () => {
+    const client = await legacyClient(mixed);
+    const heard: string[] = [];
+    client.fallbackNotificationHandler = async (notification) => {
+      const uri = notification.params?.uri;
+      heard.push(typeof uri === "string" ? uri : notification.method);
+    };
+    await client.subscribeResource({ uri: "modern+memo://today" });
+    await client.callTool({ name: "modern_touch", arguments: {} });
+    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("modern+memo://today");
+    const grown = firstText(await client.callTool({ name: "modern_grow", arguments: {} }));
+    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("notifications/tools/list_changed");
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain(`modern_${grown}`);
+    await client.unsubscribeResource({ uri: "modern+memo://today" });
+  });
+});
+
 describe("access", () => {
   it("accepts the session secret as ?key= for clients that cannot set headers", async () => {
     const url = new URL(endpointOf(t, onlyModern));

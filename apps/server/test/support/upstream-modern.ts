@@ -24,15 +24,23 @@ const sleep = (ms: number, signal: AbortSignal) =>
 /**
  * An upstream of the current MCP revision (2026-07-28), built with the SDK v2 the way its documentation shows:
  * tools `shout`, `countdown` (progress every `stepMs` for `steps` steps), `confirm` (asks the client through an
- * `input_required` elicitation), a resource, a resource template, and a prompt whose argument completes.
+ * `input_required` elicitation), `grow` (adds a tool and announces the list change on `subscriptions/listen`
+ * streams), `touch` (announces an update of `memo://today`), a resource, a resource template, and a prompt whose
+ * argument completes.
  */
 export async function startModernUpstream(): Promise<ModernUpstream> {
   const state = { cancelled: 0 };
+  const grown: Tool[] = [];
   const handler = createMcpHandler(() => {
     const server = new Server(
       { name: "modern-upstream", version: "1.0.0" },
       {
-        capabilities: { tools: {}, resources: {}, prompts: {}, completions: {} },
+        capabilities: {
+          tools: { listChanged: true },
+          resources: { subscribe: true, listChanged: true },
+          prompts: {},
+          completions: {},
+        },
         instructions: "Modern upstream: shouts and counts down.",
       },
     );
@@ -48,6 +56,9 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
         inputSchema: { type: "object", properties: { steps: { type: "number" }, stepMs: { type: "number" } } },
       },
       { name: "confirm", description: "Asks the user to confirm.", inputSchema: { type: "object" } },
+      { name: "grow", description: "Adds a tool.", inputSchema: { type: "object" } },
+      { name: "touch", description: "Updates memo://today.", inputSchema: { type: "object" } },
+      ...grown,
     ];
     server.setRequestHandler("tools/list", async () => ({ tools }));
     server.setRequestHandler("tools/call", async (request, ctx) => {
@@ -87,7 +98,17 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
           }
           return text(answer.action === "accept" && answer.content?.ok ? "confirmed" : "declined");
         }
+        case "grow": {
+          const name = `grown_${grown.length + 1}`;
+          grown.push({ name, description: "A tool added by grow.", inputSchema: { type: "object" } });
+          handler.notify.toolsChanged();
+          return text(name);
+        }
+        case "touch":
+          handler.notify.resourceUpdated("memo://today");
+          return text("touched");
         default:
+          if (grown.some((tool) => tool.name === request.params.name)) return text(`${request.params.name} ran`);
           return { ...text(`unknown tool ${request.params.name}`), isError: true };
       }
     });
