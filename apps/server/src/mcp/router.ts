@@ -17,6 +17,7 @@ import { gatewaySessionLoader } from "../resources/sessions/gateway-view.ts";
 import { Gateway } from "./gateway.ts";
 import type { GatewaySession, LoadGatewaySession } from "./gateway-session.ts";
 import { SessionSubscriptions } from "./listen.ts";
+import { ReplayBuffer, replayLimit } from "./replay-buffer.ts";
 import { type ServingContext, sessionMcpServer } from "./server.ts";
 
 const API_KEY_PREFIX = "tp_";
@@ -293,6 +294,8 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     const current = () => access.authorize(sessionId, credential);
     let connectionId: string | null = null;
     const transport = new NodeStreamableHTTPServerTransport({
+      // A client whose stream broke reconnects with Last-Event-ID and gets what it missed.
+      ...(replayLimit() > 0 ? { eventStore: new ReplayBuffer() } : {}),
       sessionIdGenerator: () => {
         connectionId = newId("scn");
         return connectionId;

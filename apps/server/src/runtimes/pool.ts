@@ -12,6 +12,7 @@ import {
   SdkHttpError,
   type ServerCapabilities,
   type StandardSchemaV1,
+  SUBSCRIPTION_ID_META_KEY,
   type SubscriptionFilter,
 } from "@modelcontextprotocol/client";
 import { newId } from "../lib/ids.ts";
@@ -329,7 +330,8 @@ export class Upstream {
         }) as never,
       );
     }
-    client.fallbackNotificationHandler = async (notification) => {
+    client.fallbackNotificationHandler = async (received) => {
+      const notification = withoutSubscriptionId(received);
       for (const method of LIST_CHANGED[notification.method] ?? []) this.lists.delete(method);
       const caller = upstreamCaller.getStore();
       if (caller) caller.notify(notification);
@@ -375,6 +377,15 @@ export class Upstream {
     void this.subscription?.close().catch(() => undefined);
     this.subscription = null;
   }
+}
+
+/** A notification from an upstream's listen stream names that stream, which is the gateway's, not the client's. */
+function withoutSubscriptionId(notification: Notification): Notification {
+  const meta = notification.params?._meta as Record<string, unknown> | undefined;
+  if (!meta || !(SUBSCRIPTION_ID_META_KEY in meta)) return notification;
+  const { [SUBSCRIPTION_ID_META_KEY]: _gateways, ...kept } = meta;
+  const { _meta: _dropped, ...params } = notification.params ?? {};
+  return { ...notification, params: Object.keys(kept).length > 0 ? { ...params, _meta: kept } : params };
 }
 
 /** The upstream answered 404 or 400 to a request on its session: it restarted or expired our session. */

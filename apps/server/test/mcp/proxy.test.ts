@@ -387,6 +387,91 @@ describe("change notifications", () => {
   });
 });
 
+describe("resumable streams (2025 sessions)", () => {
+  /** The SSE events of a response as they arrive: id and JSON-RPC message. */
+  async function* sseEvents(res: Response) {
+    const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffered += value;
+        for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
+          const frame = buffered.slice(0, end);
+          buffered = buffered.slice(end + 2);
+          const id = /^id: (.*)$/m.exec(frame)?.[1];
+          const data = /^data: (.*)$/m.exec(frame)?.[1];
+          if (data) yield { id, message: JSON.parse(data) as { method?: string; params?: { uri?: string } } };
+        }
+      }
+    } finally {
+      await reader.cancel();
+    }
+  }
+
+  it("replays what a client missed when it reconnects its GET stream with Last-Event-ID", async () => {
+    const post = (body: unknown, connection?: string) =>
+      fetch(endpointOf(t, onlyModern), {
+        method: "POST",
+        headers: {
+          ...mcpHeaders(onlyModern.secret),
+          "mcp-protocol-version": "2025-11-25",
+          ...(connection ? { "mcp-session-id": connection } : {}),
+        },
+        body: JSON.stringify(body),
+      }).then(async (res) => {
+        await res.text();
+        return res;
+      });
+    const initialized = await post({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+    });
+    const connection = initialized.headers.get("mcp-session-id") ?? "";
+    await post({ jsonrpc: "2.0", method: "notifications/initialized" }, connection);
+    await post({ jsonrpc: "2.0", id: 2, method: "resources/subscribe", params: { uri: "memo://today" } }, connection);
+    const touch = (id: number) =>
+      post({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "touch", arguments: {} } }, connection);
+    const openStream = (lastEventId?: string) =>
+      fetch(endpointOf(t, onlyModern), {
+        headers: {
+          authorization: `Bearer ${onlyModern.secret}`,
+          accept: "text/event-stream",
+          "mcp-protocol-version": "2025-11-25",
+          "mcp-session-id": connection,
+          ...(lastEventId ? { "last-event-id": lastEventId } : {}),
+        },
+      });
+
+    const first = await openStream();
+    expect(first.status).toBe(200);
+    const events = sseEvents(first);
+    await touch(3);
+    const seen = (await events.next()).value;
+    expect(seen?.message).toMatchObject({ method: "notifications/resources/updated", params: { uri: "memo://today" } });
+    // The gateway's own subscription to the upstream stays the gateway's.
+    expect(JSON.stringify(seen?.message)).not.toContain("subscriptionId");
+    await events.return(undefined);
+
+    // Two updates while the client is away, then it comes back with the last id it saw.
+    await touch(4);
+    await touch(5);
+    const resumed = await openStream(seen?.id);
+    expect(resumed.status).toBe(200);
+    const replayed = sseEvents(resumed);
+    const missed = [(await replayed.next()).value, (await replayed.next()).value];
+    expect(missed.map((e) => e?.message.method)).toEqual([
+      "notifications/resources/updated",
+      "notifications/resources/updated",
+    ]);
+    expect(missed[0]?.id).not.toBe(seen?.id);
+    await replayed.return(undefined);
+  });
+});
+
 describe("access", () => {
   it("accepts the session secret as ?key= for clients that cannot set headers", async () => {
     const url = new URL(endpointOf(t, onlyModern));
