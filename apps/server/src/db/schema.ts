@@ -579,6 +579,7 @@ export interface McpConnectionsTable {
   client_capabilities: Json<JsonObject>;
   client_info: NullableJson<JsonObject>;
   created_at: Generated<Timestamp>;
+  last_used_at: Timestamp;
 }
 
 /** The digest of the catalog last loaded in full (catalog/loader.ts `syncCatalog`). */

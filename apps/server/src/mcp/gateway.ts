@@ -79,6 +79,8 @@ export interface CallOptions extends Downstream {
   onprogress?: (progress: Progress) => void;
   /** Other params of the client's `tools/call` (`_meta`, `task`, `inputResponses`, `requestState`), passed on. */
   params?: Record<string, unknown>;
+  /** The request waits for something to end (`tasks/result`): silence is expected, only the hard limit applies. */
+  untilDone?: boolean;
 }
 
 export interface CallOutcome {
@@ -368,7 +370,7 @@ export class Gateway {
   ): Promise<Item> {
     return this.withCaller(provider, options, () =>
       upstream.request(method, params, {
-        timeoutMs: this.timeoutMs,
+        timeoutMs: options.untilDone ? this.maxMs : this.timeoutMs,
         maxTotalMs: this.maxMs,
         ...(options.signal ? { signal: options.signal } : {}),
         // Progress is always asked for: it is what lets a long call outlive the upstream timeout.
@@ -580,3 +582,6 @@ function needsReauthentication(provider: GatewaySessionProvider, error: unknown)
       `${provider.providerDeploymentId} (POST /provider-setup-sessions) and open its url to connect it again.`,
   );
 }
+
+/** A provider of a session as `describe` found it: its upstream (null when unreachable), capabilities, instructions. */
+export type Described = Awaited<ReturnType<Gateway["describe"]>>[number];

@@ -96,6 +96,8 @@ interface Connection {
   lastUsedAt: number;
 }
 
+const connectionIdleMs = () => Number(process.env.TOOLPLANE_MCP_CONNECTION_IDLE_MS) || 30 * 60_000;
+
 /**
  * The 2025-era connections this process holds. A Streamable HTTP session that no request used for
  * TOOLPLANE_MCP_CONNECTION_IDLE_MS (default 30 min) is closed (clients often never send DELETE; a client that comes
@@ -103,7 +105,7 @@ interface Connection {
  */
 class LocalConnections {
   private readonly byId = new Map<string, Connection>();
-  private readonly idleMs = Number(process.env.TOOLPLANE_MCP_CONNECTION_IDLE_MS) || 30 * 60_000;
+  private readonly idleMs = connectionIdleMs();
   private sweeper: NodeJS.Timeout | null = null;
 
   get(id: string): Connection | undefined {
@@ -121,6 +123,13 @@ class LocalConnections {
     this.byId.delete(id);
   }
 
+  /** Ends a connection held here (its stored row is gone: no replica serves it any more). */
+  close(id: string): void {
+    const connection = this.byId.get(id);
+    this.byId.delete(id);
+    void connection?.transport.close().catch(() => undefined);
+  }
+
   private closeIdle(): void {
     const now = Date.now();
     for (const [id, { transport, lastUsedAt }] of this.byId) {
@@ -128,6 +137,46 @@ class LocalConnections {
       this.byId.delete(id);
       void transport.close().catch(() => undefined);
     }
+  }
+}
+
+/**
+ * When the stored 2025-era connections were last used, on whichever replica served them: written at most once a
+ * minute (a quarter of the idle time, if shorter) per connection and process (a write per request would cost every MCP request a database round trip);
+ * connections no replica used for TOOLPLANE_MCP_CONNECTION_IDLE_MS are deleted by every process's sweep.
+ */
+class StoredConnections {
+  private readonly touched = new Map<string, number>();
+  private readonly idleMs = connectionIdleMs();
+
+  constructor(
+    private readonly db: AppDeps["db"],
+    private readonly onExpired: (connectionId: string) => void,
+  ) {
+    setInterval(() => void this.sweep().catch(() => undefined), Math.min(this.idleMs, 60_000)).unref();
+  }
+
+  touch(connectionId: string): void {
+    const now = Date.now();
+    if (now - (this.touched.get(connectionId) ?? 0) < Math.min(60_000, this.idleMs / 4)) return;
+    this.touched.set(connectionId, now);
+    void this.db
+      .updateTable("mcp_connections")
+      .set({ last_used_at: new Date(now) })
+      .where("id", "=", connectionId)
+      .execute()
+      .catch(() => undefined);
+  }
+
+  async sweep(): Promise<void> {
+    const cutoff = new Date(Date.now() - this.idleMs);
+    for (const [id, at] of this.touched) if (at < cutoff.getTime()) this.touched.delete(id);
+    const expired = await this.db
+      .deleteFrom("mcp_connections")
+      .where("last_used_at", "<", cutoff)
+      .returning("id")
+      .execute();
+    for (const { id } of expired) this.onExpired(id);
   }
 }
 
@@ -147,6 +196,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   const access = new SessionAccess(deps, load);
   const checkOrigin = originGuard(deps.publicUrl);
   const connections = new LocalConnections();
+  const stored = new StoredConnections(deps.db, (id) => connections.close(id));
   const router = Router();
   const sessionIdOf = (req: Request) => String(req.params.sessionId);
   const metadataUrl = (sessionId: string) => `${deps.publicUrl}/.well-known/oauth-protected-resource/mcp/${sessionId}`;
@@ -196,6 +246,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   router.post("/mcp/:sessionId", jsonBody, async (req, res) => {
     const session = await authorize(req, res);
     const connectionId = req.headers["mcp-session-id"];
+    if (typeof connectionId === "string") stored.touch(connectionId);
     const local = typeof connectionId === "string" ? connections.get(connectionId) : undefined;
     if (local && local.sessionId === session.id && local.transport instanceof NodeStreamableHTTPServerTransport) {
       await local.transport.handleRequest(req, res, req.body);

@@ -2,13 +2,17 @@ import {
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
   type ClientCapabilities,
+  type JSONRPCRequest,
   type LoggingLevel,
   type Notification,
   PROTOCOL_VERSION_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
+  RELATED_TASK_META_KEY,
+  type Result,
   SERVER_INFO_META_KEY,
   Server,
+  type ServerCapabilities,
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { Logger } from "pino";
@@ -22,7 +26,7 @@ import {
   upstreamTimeoutMs,
 } from "../runtimes/pool.ts";
 import { Continuation, Continuations } from "./continuations.ts";
-import type { CallOutcome, Downstream, Gateway, ProviderFailure } from "./gateway.ts";
+import type { CallOutcome, Described, Downstream, Gateway, ProviderFailure } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
 
@@ -52,6 +56,22 @@ const ENVELOPE_KEYS = new Set([
 ]);
 
 /**
+ * The SDK's server checks every tools/call result against CallToolResult, which has no room for the result of a
+ * task-augmented call (`{ task }`, MCP 2025-11-25): that one is passed on as the upstream gave it.
+ */
+class GatewayServer extends Server {
+  protected override _wrapHandler(
+    method: string,
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    const wrapped = super._wrapHandler(method, handler);
+    if (method !== "tools/call") return wrapped;
+    // (The SDK's isTaskAugmentedRequestParams accepts any params: its `task` member is optional.)
+    return (request, ctx) => (request.params?.task === undefined ? wrapped(request, ctx) : handler(request, ctx));
+  }
+}
+
+/**
  * The MCP server a client of the session talks to, in either era. Every request is forwarded to the provider it
  * belongs to, with the client's progress token, cancellation and capabilities carried along:
  * - lists (tools, prompts, resources, templates) merge every provider under session-wide keys and URIs; a provider
@@ -69,16 +89,20 @@ export async function sessionMcpServer(
   serving: ServingContext,
   options: { instructions?: boolean } = {},
 ): Promise<Server> {
-  const instructions = options.instructions ? await mergedInstructions(gateway, await session()) : BASE_INSTRUCTIONS;
-  const server = new Server(GATEWAY_INFO, {
+  // What the client learns at initialize or server/discover: the upstreams' instructions, and tasks where they
+  // offer them (requests built for other methods need neither).
+  const described = options.instructions ? await gateway.describe(await session()) : [];
+  const tasks = mergedTasks(described.map((d) => (d.capabilities as ServerCapabilities).tasks));
+  const server = new GatewayServer(GATEWAY_INFO, {
     capabilities: {
       tools: { listChanged: true },
       prompts: { listChanged: true },
       resources: { subscribe: true, listChanged: true },
       completions: {},
       logging: {},
+      ...(tasks ? { tasks } : {}),
     },
-    instructions,
+    instructions: mergedInstructions(described),
   });
 
   // On a connection (2025 session, SSE stream) what upstreams send outside any request is relayed to the client:
@@ -115,8 +139,14 @@ export async function sessionMcpServer(
       if (!subscriptions.has(uri)) return;
       await server.notification({ ...notification, params: { ...params, uri } });
     } else {
-      await server.notification(notification);
+      await server.notification(await exposeNotification(notification, provider));
     }
+  };
+  /** An upstream's notification as the client's: task ids made session-wide. */
+  const exposeNotification = async (notification: Notification, provider: GatewaySessionProvider) => {
+    if (!notification.params) return notification;
+    const names = gateway.namespaces(await session());
+    return { ...notification, params: exposeTaskIds(notification.params, names, provider.sessionProviderId) };
   };
   // This client's resource subscriptions (session-wide URI → the upstream's): the upstream connection subscribes
   // once for all the clients that share it, and each client hears of the resources it subscribed to.
@@ -135,7 +165,7 @@ export async function sessionMcpServer(
     const capabilities = clientCapabilities(server, ctx, serving);
     return {
       capabilities,
-      caller: (provider) => relayTo(ctx, serving, provider, capabilities),
+      caller: (provider) => relayTo(ctx, serving, provider, capabilities, exposeNotification),
       connectionId: serving.connectionId,
       watch,
       // On a connection the client hears that the list grew; per request it sees it on its next listing.
@@ -165,7 +195,9 @@ export async function sessionMcpServer(
     const current = await session();
     const provider = current.providers.find((p) => p.sessionProviderId === outcome.record.session_provider_id);
     if (outcome.result) {
-      return exposeUris(outcome.result, gateway.namespaces(current), outcome.record.session_provider_id);
+      const names = gateway.namespaces(current);
+      const result = exposeUris(outcome.result, names, outcome.record.session_provider_id);
+      return exposeTaskIds(result, names, outcome.record.session_provider_id);
     }
     const failure = outcome.failure ?? new UpstreamFailure("upstream_unavailable", "The tool call failed.");
     const message = `Provider ${provider?.providerSlug ?? "?"}: ${failure.message}`;
@@ -360,8 +392,49 @@ export async function sessionMcpServer(
     return {};
   }) as never);
 
-  /** Requests the gateway has no merge rule for (e.g. tasks/*): passed through when one provider can own them. */
+  /**
+   * Tasks: an upstream's task id is made session-wide like a URI (`<slug>+<id>` with several providers), so
+   * tasks/get, tasks/result and tasks/cancel reach the upstream that owns the task, and tasks/list merges them all.
+   * (Handled here rather than by registered handlers: the server offers `tasks` only where an upstream does.)
+   */
+  const task = async (method: string, params: Params, ctx: ServerContext) => {
+    const current = await session();
+    const names = gateway.namespaces(current);
+    if (method === "tasks/list") {
+      const described = await gateway.describe(current, downstream(ctx));
+      const lists = await Promise.all(
+        described.map(async ({ provider, upstream, capabilities }) => {
+          if (!upstream || !(capabilities as ServerCapabilities).tasks?.list) return [];
+          const listed = await forward(ctx, provider, upstream, method, {});
+          return exposeTaskIds(listed, names, provider.sessionProviderId).tasks as unknown[];
+        }),
+      );
+      return { tasks: lists.flat() };
+    }
+    const taskId = String(params.taskId);
+    const target = await locateResource(current, taskId, ctx).catch(() => null);
+    if (!target)
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Task ${taskId} is not known to this session.`);
+    const result = await forward(
+      ctx,
+      target.provider,
+      target.upstream,
+      method,
+      { ...forwardedParams(params, ctx), taskId: target.uri },
+      { untilDone: method === "tasks/result" },
+    );
+    return exposeTaskIds(
+      exposeUris(result, names, target.provider.sessionProviderId),
+      names,
+      target.provider.sessionProviderId,
+    );
+  };
+
+  /** Other requests the gateway has no merge rule for: passed through when one provider can own them. */
   server.fallbackRequestHandler = async (request, ctx) => {
+    if (request.method.startsWith("tasks/")) {
+      return task(request.method, (request.params ?? {}) as Params, ctx as ServerContext) as never;
+    }
     const current = await session();
     const only = current.providers.length === 1 ? current.providers[0] : undefined;
     if (!only) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${request.method}`);
@@ -376,12 +449,14 @@ export async function sessionMcpServer(
     upstream: Upstream,
     method: string,
     params: Params | undefined,
+    options: { untilDone?: boolean } = {},
   ) =>
     gateway
       .forward(provider, upstream, method, params, {
         ...downstream(ctx),
         signal: ctx.mcpReq.signal,
         ...progressRelay(ctx),
+        ...options,
       })
       .catch((error: unknown) => {
         throw asProtocolError(error, provider);
@@ -463,6 +538,7 @@ function relayTo(
   serving: ServingContext,
   provider: GatewaySessionProvider,
   capabilities: ClientCapabilities | undefined,
+  expose: (notification: Notification, provider: GatewaySessionProvider) => Promise<Notification>,
 ): UpstreamCaller {
   return {
     request: async (request, signal) => {
@@ -477,7 +553,9 @@ function relayTo(
     },
     notify: (notification: Notification) => {
       if (notification.method === "notifications/progress") return; // relayed through onprogress
-      void ctx.mcpReq.notify(notification).catch(() => undefined);
+      void expose(notification, provider)
+        .then((exposed) => ctx.mcpReq.notify(exposed))
+        .catch(() => undefined);
     },
   };
 }
@@ -490,10 +568,23 @@ async function reportFailures(ctx: ServerContext, serving: ServingContext, failu
   }
 }
 
-async function mergedInstructions(gateway: Gateway, session: GatewaySession): Promise<string> {
-  const described = await gateway.describe(session);
+function mergedInstructions(described: Described[]): string {
   const parts = described.filter((d) => d.instructions).map((d) => `## ${d.provider.providerSlug}\n${d.instructions}`);
   return [BASE_INSTRUCTIONS, ...parts].join("\n\n");
+}
+
+/** The session's `tasks` capability: whatever any upstream offers (each task is routed to its own upstream). */
+function mergedTasks(offered: (ServerCapabilities["tasks"] | undefined)[]): ServerCapabilities["tasks"] | undefined {
+  const merge = (into: Params, from: Params) => {
+    for (const [key, value] of Object.entries(from)) {
+      if (value && typeof value === "object" && !Array.isArray(value)) {
+        into[key] = merge({ ...((into[key] as Params | undefined) ?? {}) }, value as Params);
+      } else into[key] = value;
+    }
+    return into;
+  };
+  const present = offered.filter((tasks): tasks is NonNullable<typeof tasks> => !!tasks);
+  return present.length > 0 ? (present.reduce((all, tasks) => merge(all, tasks as Params), {}) as never) : undefined;
 }
 
 /**
@@ -524,6 +615,25 @@ function exposeUris(
       ? { messages: (result.messages as Params[]).map((m) => ({ ...m, content: expose(m.content) })) }
       : {}),
   };
+}
+
+/**
+ * Task ids in an upstream's message made session-wide (reversibly, like URIs): a task (`taskId`), a created task
+ * (`task.taskId`), a task list (`tasks[].taskId`) and a message related to a task (`_meta` related-task).
+ */
+function exposeTaskIds(message: Params, names: Namespaces, providerId: string | null): Params {
+  if (!providerId || names.uri(providerId, "") === "") return message;
+  const expose = (task: unknown) =>
+    task && typeof task === "object" && typeof (task as Params).taskId === "string"
+      ? { ...(task as Params), taskId: names.uri(providerId, (task as Params).taskId as string) }
+      : task;
+  const out = expose(message) as Params;
+  if (out.task) out.task = expose(out.task);
+  if (Array.isArray(out.tasks)) out.tasks = out.tasks.map(expose);
+  const meta = out._meta as Params | undefined;
+  if (meta?.[RELATED_TASK_META_KEY])
+    out._meta = { ...meta, [RELATED_TASK_META_KEY]: expose(meta[RELATED_TASK_META_KEY]) };
+  return out;
 }
 
 function withoutUpstreamIdentity(result: Params): Params {

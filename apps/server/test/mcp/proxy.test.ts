@@ -7,9 +7,13 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
+  CallToolResultSchema,
   CreateMessageRequestSchema,
+  CreateTaskResultSchema,
   ElicitRequestSchema,
+  GetTaskResultSchema,
   ListRootsRequestSchema,
+  ListTasksResultSchema,
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -384,6 +388,33 @@ describe("change notifications", () => {
     await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("notifications/tools/list_changed");
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain(`modern_${grown}`);
     await client.unsubscribeResource({ uri: "modern+memo://today" });
+  });
+});
+
+describe("tasks", () => {
+  it("routes a 2025 upstream's task by its session-wide id: get, list, result", async () => {
+    const client = await legacyClient(mixed);
+    expect(client.getServerCapabilities()?.tasks).toMatchObject({ requests: { tools: { call: {} } } });
+    const created = await client.request(
+      {
+        method: "tools/call",
+        params: { name: "everything-http_simulate-research-query", arguments: { topic: "proxies" }, task: {} },
+      },
+      CreateTaskResultSchema,
+    );
+    const taskId = created.task.taskId;
+    expect(taskId.startsWith("everything-http+")).toBe(true);
+    const status = await client.request({ method: "tasks/get", params: { taskId } }, GetTaskResultSchema);
+    expect(status).toMatchObject({ taskId, status: "working" });
+    const listed = await client.request({ method: "tasks/list", params: {} }, ListTasksResultSchema);
+    expect(listed.tasks.map((task) => task.taskId)).toContain(taskId);
+    // tasks/result waits for the task to finish (four stages of a second each).
+    const result = await client.request({ method: "tasks/result", params: { taskId } }, CallToolResultSchema, {
+      timeout: 20_000,
+    });
+    expect(firstText(result)).toContain("Research Report: proxies");
+    const unknown = client.request({ method: "tasks/get", params: { taskId: "nobody+t1" } }, GetTaskResultSchema);
+    await expect(unknown).rejects.toThrow(/not known to this session/);
   });
 });
 

@@ -1,0 +1,72 @@
+/**
+ * 2025-era MCP connections are stored so that any replica can serve them; clients rarely send DELETE, so a
+ * connection no replica used for TOOLPLANE_MCP_CONNECTION_IDLE_MS is deleted, and one in use is kept.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import { type StartedTestServer, startTestServer } from "../support/server.ts";
+import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
+import {
+  type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  endpointOf,
+  mcpHeaders,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+// Read when the app is built.
+process.env.TOOLPLANE_MCP_CONNECTION_IDLE_MS = "2000";
+
+let t: StartedTestServer;
+let modern: ModernUpstream;
+let session: CreatedSession;
+
+beforeAll(async () => {
+  [t, modern] = await Promise.all([startTestServer(), startModernUpstream()]);
+  const provider = await remoteProvider(t.db, "modern", modern.url);
+  const deployment = await deployProvider(t.client, provider.providerId, "Modern");
+  session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+});
+
+afterAll(async () => {
+  await upstreams.closeAll();
+  await Promise.all([modern?.close(), t?.close()]);
+});
+
+const post = (body: unknown, connection?: string) =>
+  fetch(endpointOf(t, session), {
+    method: "POST",
+    headers: { ...mcpHeaders(session.secret), ...(connection ? { "mcp-session-id": connection } : {}) },
+    body: JSON.stringify(body),
+  }).then(async (res) => ({
+    status: res.status,
+    connection: res.headers.get("mcp-session-id"),
+    body: await res.text(),
+  }));
+
+const stored = (id: string) => t.db.selectFrom("mcp_connections").select("id").where("id", "=", id).executeTakeFirst();
+
+it("keeps a connection that clients use and deletes one nobody used for the idle time", async () => {
+  const initialized = await post({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+  });
+  const connection = initialized.connection ?? "";
+  expect(connection).toMatch(/^scn_/);
+
+  // In use for twice the idle time: kept.
+  const started = Date.now();
+  for (let id = 2; Date.now() - started < 4_000; id++) {
+    expect((await post({ jsonrpc: "2.0", id, method: "ping" }, connection)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  expect(await stored(connection)).toBeDefined();
+
+  // Left alone: gone from the database, and the client is told to initialise again.
+  await expect.poll(() => stored(connection), { timeout: 15_000, interval: 250 }).toBeUndefined();
+  expect((await post({ jsonrpc: "2.0", id: 99, method: "ping" }, connection)).status).toBe(404);
+});
