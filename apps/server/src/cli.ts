@@ -1,4 +1,5 @@
 #!/usr/bin/env -S npx tsx
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createApiKey, createInstance, displayPrefix, listApiKeys, revokeApiKey } from "./auth/api-keys.ts";
 import { openMigratedDatabase } from "./bootstrap.ts";
@@ -34,6 +35,14 @@ codes), for scripts: keys create {id, instance_id, name, prefix, key, …}, keys
 keys revoke the revoked key, catalog load and secrets rotate a count, catalog import its summary.
 
 Uses the same DATABASE_URL / TOOLPLANE_DATA_DIR / TOOLPLANE_CATALOG_DIRS as the server.`;
+
+const OUTCOME_MARK: Record<ImportEvent["outcome"], string> = {
+  provider_added: "+ new provider",
+  version_added: "+ new version ",
+  version_updated: "~ updated     ",
+  unchanged: "= unchanged   ",
+  skipped: "! skipped     ",
+};
 
 const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
@@ -190,14 +199,6 @@ async function catalogCommand(db: Db, command: string, dirs: string[], json: boo
   return 0;
 }
 
-const OUTCOME_MARK: Record<ImportEvent["outcome"], string> = {
-  provider_added: "+ new provider",
-  version_added: "+ new version ",
-  version_updated: "~ updated     ",
-  unchanged: "= unchanged   ",
-  skipped: "! skipped     ",
-};
-
 async function importCommand(
   db: Db,
   source: string | undefined,
@@ -214,7 +215,9 @@ async function importCommand(
     console.error(`--updated-since ${since} is not a date (use ISO 8601, e.g. 2026-11-01T00:00:00Z).`);
     return 2;
   }
-  const summary = await importServers(db, source, {
+  // pnpm runs the script in apps/server; a relative path means where the user typed the command.
+  const from = /^https?:\/\//i.test(source) ? source : resolve(process.env.INIT_CWD ?? process.cwd(), source);
+  const summary = await importServers(db, from, {
     ...(updatedSince ? { updatedSince } : {}),
     full: options.full === true,
     onProgress: (e) => {

@@ -5,8 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { unwrap } from "@toolplane/client";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { importServers } from "../../src/catalog/registry/import.ts";
+import { importServers, scheduleImports } from "../../src/catalog/registry/import.ts";
 import { onPath } from "../../src/runtimes/runner.ts";
 import { connectMcp, createSession, deploymentRef, firstText } from "../mcp/gateway-fixtures.ts";
 import { dumpAllTables } from "../support/catalog-fixtures.ts";
@@ -345,5 +346,19 @@ describe("MCP Registry import from a registry's read API", () => {
       ["2.0.0", "deprecated"],
     ]);
     await expect(importServers(t.db, `${registry.url}/elsewhere`)).rejects.toThrow(/answered 404/);
+  });
+
+  it("runs as a scheduled job (TOOLPLANE_REGISTRY_URL) that logs each run's summary", async () => {
+    const lines: Record<string, unknown>[] = [];
+    let job: { stop(): Promise<void> } | undefined;
+    await new Promise<void>((resolve) => {
+      const write = (line: string) => {
+        lines.push(JSON.parse(line));
+        resolve();
+      };
+      job = scheduleImports(t.db, registry.url, 3_600_000, pino({ level: "info" }, { write }));
+    });
+    await job?.stop();
+    expect(lines[0]).toMatchObject({ msg: "registry import", source: registry.url, read: 0, skipped: 0 });
   });
 });

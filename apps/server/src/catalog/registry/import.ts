@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { maskUrlCredentials } from "@toolplane/server-stubs";
 import { sql, type Transaction } from "kysely";
+import type { Logger } from "pino";
 import type { Db } from "../../db/database.ts";
 import type { Database } from "../../db/schema.ts";
 import { lockCatalog, upsertEntry, upsertVersion } from "../loader.ts";
@@ -240,4 +242,34 @@ async function freeSlug(trx: Transaction<Database>, name: string): Promise<strin
   const slug = slugFor(name);
   const taken = await trx.selectFrom("providers").select("id").where("slug", "=", slug).executeTakeFirst();
   return taken ? slugFor(name, true) : slug;
+}
+
+/**
+ * Runs an incremental import of a registry now and every `intervalMs` (TOOLPLANE_REGISTRY_URL), one at a time,
+ * logging each summary. Replicas may all run it: the catalog lock serialises them and a second import of the same
+ * versions changes nothing. `stop` waits for a run under way.
+ */
+export function scheduleImports(db: Db, url: string, intervalMs: number, logger: Logger): { stop(): Promise<void> } {
+  const registry = maskUrlCredentials(url);
+  let running: Promise<void> | null = null;
+  const run = () => {
+    running ??= importServers(db, url)
+      .then(
+        ({ skipped, ...summary }) =>
+          logger.info({ ...summary, source: registry, skipped: skipped.length }, "registry import"),
+        (error: unknown) => logger.warn({ registry, error: (error as Error).message }, "registry import failed"),
+      )
+      .finally(() => {
+        running = null;
+      });
+  };
+  run();
+  const timer = setInterval(run, intervalMs);
+  timer.unref();
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }
