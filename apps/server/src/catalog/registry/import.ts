@@ -220,7 +220,7 @@ async function importOne(db: Db, response: ServerResponse): Promise<ImportEvent>
       slug,
     });
     if (provider && stored?.same) return done("unchanged", provider.id);
-    if (!provider && meta?.status === "deleted") return skipped("it is deleted in the registry");
+    if (!stored && meta?.status === "deleted") return skipped("it is deleted in the registry");
 
     const now = new Date();
     const isCurrent =
