@@ -1,8 +1,10 @@
 #!/usr/bin/env -S npx tsx
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { createApiKey, createInstance, displayPrefix, listApiKeys, revokeApiKey } from "./auth/api-keys.ts";
 import { openMigratedDatabase } from "./bootstrap.ts";
 import { loadCatalog, readCatalog } from "./catalog/loader.ts";
+import { type ImportEvent, importServers } from "./catalog/registry/import.ts";
 import { loadConfig } from "./config.ts";
 import type { Db } from "./db/database.ts";
 import { rotateSecrets } from "./secrets/rotate.ts";
@@ -19,14 +21,28 @@ const USAGE = `Usage: toolplane keys|catalog|secrets <command> [--json]
 
   catalog list   lists catalog providers with the ids a deployment needs: provider, versions, auth methods
   catalog load   (re)loads the catalog directories into the database (the server also does it at start)
+  catalog import <server.json | directory | registry URL> [--updated-since <ISO date>] [--full]
+                 imports MCP Registry servers (schema 2025-12-11) as catalog providers: a file, every .json file
+                 of a directory, or a registry's read API (GET <url>/v0.1/servers?version=latest, all pages). A
+                 registry import asks only for what changed since the last one (recorded in the database);
+                 --updated-since overrides that, --full reads everything. Idempotent; prints one line per server
+                 (skipped ones with the reason) and a summary
   secrets rotate re-encrypts every stored secret with the first key of TOOLPLANE_SECRET_KEY (after adding a
                  new key in front of the old ones); the old key can be removed afterwards
 
 --json prints the result as one JSON document on stdout instead (errors stay text on stderr, with the same exit
 codes), for scripts: keys create {id, instance_id, name, prefix, key, …}, keys list and catalog list an array,
-keys revoke the revoked key, catalog load and secrets rotate a count.
+keys revoke the revoked key, catalog load and secrets rotate a count, catalog import its summary.
 
 Uses the same DATABASE_URL / TOOLPLANE_DATA_DIR / TOOLPLANE_CATALOG_DIRS as the server.`;
+
+const OUTCOME_MARK: Record<ImportEvent["outcome"], string> = {
+  provider_added: "+ new provider",
+  version_added: "+ new version ",
+  version_updated: "~ updated     ",
+  unchanged: "= unchanged   ",
+  skipped: "! skipped     ",
+};
 
 const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
@@ -44,6 +60,8 @@ async function main(argv: string[]): Promise<number> {
       instance: { type: "string" },
       "new-instance": { type: "string" },
       name: { type: "string" },
+      "updated-since": { type: "string" },
+      full: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
     },
   });
@@ -57,6 +75,7 @@ async function main(argv: string[]): Promise<number> {
   const database = await openMigratedDatabase(config);
   const { db } = database;
   try {
+    if (group === "catalog" && command === "import") return await importCommand(db, arg, values, json);
     if (group === "catalog") return await catalogCommand(db, command, config.catalogDirs, json);
     if (group === "secrets" && command === "rotate") {
       const secrets = new SecretBox(
@@ -177,5 +196,44 @@ async function catalogCommand(db: Db, command: string, dirs: string[], json: boo
         .join(", "),
     })),
   );
+  return 0;
+}
+
+async function importCommand(
+  db: Db,
+  source: string | undefined,
+  options: { "updated-since"?: string; full?: boolean },
+  json: boolean,
+): Promise<number> {
+  if (!source) {
+    console.error(USAGE);
+    return 2;
+  }
+  const since = options["updated-since"];
+  const updatedSince = since === undefined ? undefined : new Date(since);
+  if (updatedSince && Number.isNaN(updatedSince.getTime())) {
+    console.error(`--updated-since ${since} is not a date (use ISO 8601, e.g. 2026-11-01T00:00:00Z).`);
+    return 2;
+  }
+  // pnpm runs the script in apps/server; a relative path means where the user typed the command.
+  const from = /^https?:\/\//i.test(source) ? source : resolve(process.env.INIT_CWD ?? process.cwd(), source);
+  const summary = await importServers(db, from, {
+    ...(updatedSince ? { updatedSince } : {}),
+    full: options.full === true,
+    onProgress: (e) => {
+      if (json) return;
+      const where = e.slug ? ` → ${e.slug} (${e.provider_id})` : "";
+      console.log(`${OUTCOME_MARK[e.outcome]} ${e.name} ${e.version}${where}${e.reason ? `: ${e.reason}` : ""}`);
+    },
+  });
+  output(json, summary, () => {
+    console.log(
+      `Read ${summary.read} servers from ${source}${summary.updated_since ? ` (updated since ${summary.updated_since})` : ""}: ` +
+        `${summary.providers_added} new providers, ${summary.versions_added} new versions, ` +
+        `${summary.versions_updated} updated, ${summary.unchanged} unchanged, ${summary.skipped.length} skipped.`,
+    );
+    if (summary.next_updated_since)
+      console.log(`The next import asks for servers updated since ${summary.next_updated_since}.`);
+  });
   return 0;
 }

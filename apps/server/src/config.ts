@@ -15,6 +15,9 @@ export interface Config {
   bodyLimitBytes: number;
   logLevel: string;
   shutdownTimeoutMs: number;
+  /** An MCP registry the server imports from at start and every `registryIntervalS` (TOOLPLANE_REGISTRY_URL). */
+  registryUrl: string | undefined;
+  registryIntervalS: number;
 }
 
 /** Reads the configuration from environment variables; every value has a default that works on a laptop. */
@@ -40,6 +43,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: integer(env, "TOOLPLANE_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     logLevel: logLevel(env.LOG_LEVEL),
     shutdownTimeoutMs: integer(env, "TOOLPLANE_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    registryUrl: env.TOOLPLANE_REGISTRY_URL ? registryUrl(env.TOOLPLANE_REGISTRY_URL) : undefined,
+    registryIntervalS: integer(env, "TOOLPLANE_REGISTRY_INTERVAL_S", 3600, 60, 7 * 24 * 3600),
   };
 }
 
@@ -75,6 +80,15 @@ function publicUrl(raw: string): string {
     throw new ConfigError(`TOOLPLANE_PUBLIC_URL must be an absolute http or https URL, got "${raw}"`);
   }
   return raw.replace(/\/+$/, "");
+}
+
+function registryUrl(raw: string): string {
+  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) {
+    throw new ConfigError(
+      `TOOLPLANE_REGISTRY_URL must be an absolute http or https URL, got "${maskUrlCredentials(raw)}"`,
+    );
+  }
+  return raw;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { sql } from "kysely";
 import { createApp } from "./app.ts";
 import { ensureFirstInstance, openMigratedDatabase } from "./bootstrap.ts";
+import { scheduleImports } from "./catalog/registry/import.ts";
 import { type Config, loadConfig } from "./config.ts";
 import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
@@ -75,6 +76,11 @@ await expiredCallsSweep();
 const expiredCallsSweeper = setInterval(() => void expiredCallsSweep(), Math.max(1_000, callLeaseMs() / 3));
 expiredCallsSweeper.unref();
 
+// MCP Registry sync (optional): an incremental import now and every interval, off the request path.
+const registrySync = config.registryUrl
+  ? scheduleImports(database.db, config.registryUrl, config.registryIntervalS * 1000, logger)
+  : null;
+
 const server: Server = createHttpServer(app);
 // A port in use used to print "listening" and leave a process that served nothing.
 await new Promise<void>((resolve, reject) => {
@@ -129,6 +135,7 @@ async function shutdown(signal: string) {
   // Upstream MCP connections end with the server: stdio children are stopped, not orphaned.
   await upstreams.closeAll();
   clearInterval(expiredCallsSweeper);
+  await registrySync?.stop();
   await deployJobs.stop();
   await database.close();
   logger.info("stopped");

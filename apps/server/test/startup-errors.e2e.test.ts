@@ -49,7 +49,7 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("start-up errors", () =>
   }, PROCESS_TEST_TIMEOUT_MS);
 
   it(
-    "names a bad DATABASE_URL, LOG_LEVEL, PORT and TOOLPLANE_PUBLIC_URL",
+    "names a bad DATABASE_URL, LOG_LEVEL, PORT, TOOLPLANE_PUBLIC_URL and TOOLPLANE_REGISTRY_URL",
     async () => {
       await Promise.all([
         expectOneLine({ DATABASE_URL: "notaurl" }, /DATABASE_URL must be a postgres:\/\/.* got "notaurl"/),
@@ -57,6 +57,7 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("start-up errors", () =>
         expectOneLine({ LOG_LEVEL: "verbose" }, /LOG_LEVEL must be one of .*info.* got "verbose"/),
         expectOneLine({ PORT: "http" }, /PORT must be an integer/),
         expectOneLine({ TOOLPLANE_PUBLIC_URL: "example.com" }, /TOOLPLANE_PUBLIC_URL must be an absolute http/),
+        expectOneLine({ TOOLPLANE_REGISTRY_URL: "registry.example.com" }, /TOOLPLANE_REGISTRY_URL must be an absolute/),
       ]);
     },
     PROCESS_TEST_TIMEOUT_MS,

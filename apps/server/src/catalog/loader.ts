@@ -4,10 +4,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
-import { sql } from "kysely";
+import { sql, type Transaction } from "kysely";
 import { parse } from "yaml";
 import type { Db } from "../db/database.ts";
-import type { AuthMethodScope, CatalogTool, JsonObject, OAuthEndpoints, Runtime } from "../db/schema.ts";
+import type { AuthMethodScope, CatalogTool, Database, JsonObject, OAuthEndpoints, Runtime } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
 import { type StoredServerVariant, storedVariants } from "../resources/servers/service.ts";
 
@@ -122,158 +122,170 @@ export async function syncCatalog(db: Db, dirs: string[], force = false): Promis
  */
 export async function loadCatalog(db: Db, entries: CatalogEntry[], digest?: string): Promise<Map<string, string>> {
   return db.transaction().execute(async (trx) => {
-    await sql`select pg_advisory_xact_lock(${CATALOG_LOCK})`.execute(trx);
+    await lockCatalog(trx);
     await trx.deleteFrom("catalog_state").execute();
     if (digest) await trx.insertInto("catalog_state").values({ digest, loaded_at: new Date() }).execute();
     const ids = new Map<string, string>();
     const now = new Date();
-    for (const entry of entries) {
-      const publisherValues = {
-        name: entry.publisher.name,
-        description: entry.publisher.description ?? null,
-        image_url: entry.publisher.image_url ?? null,
-        updated_at: now,
-      };
-      const publisher = await trx
-        .selectFrom("publishers")
-        .select("id")
-        .where("instance_id", "is", null)
-        .where("slug", "=", entry.publisher.slug)
-        .executeTakeFirst();
-      const publisherId = publisher?.id ?? newId("pub");
-      if (publisher) await trx.updateTable("publishers").set(publisherValues).where("id", "=", publisherId).execute();
-      else {
-        await trx
-          .insertInto("publishers")
-          .values({
-            id: publisherId,
-            instance_id: null,
-            slug: entry.publisher.slug,
-            ...publisherValues,
-            created_at: now,
-          })
-          .execute();
-      }
-
-      const providerValues = {
-        name: entry.name,
-        description: entry.description ?? null,
-        publisher_id: publisherId,
-        metadata: JSON.stringify(entry.metadata ?? {}),
-        updated_at: now,
-      };
-      const provider = await trx
-        .selectFrom("providers")
-        .select("id")
-        .where("instance_id", "is", null)
-        .where("slug", "=", entry.slug)
-        .executeTakeFirst();
-      const providerId = provider?.id ?? newId("pro");
-      if (provider) await trx.updateTable("providers").set(providerValues).where("id", "=", providerId).execute();
-      else {
-        await trx
-          .insertInto("providers")
-          .values({ id: providerId, instance_id: null, slug: entry.slug, ...providerValues, created_at: now })
-          .execute();
-      }
-      ids.set(entry.slug, providerId);
-
-      const versionIds = new Map<string, string>();
-      for (const v of entry.versions) {
-        const values = {
-          status: v.status,
-          runtime: JSON.stringify(v.runtime),
-          config_schema: JSON.stringify(v.config_schema),
-          tools: JSON.stringify(v.tools),
-          updated_at: now,
-        };
-        const existing = await trx
-          .selectFrom("provider_versions")
-          .select("id")
-          .where("provider_id", "=", providerId)
-          .where("version", "=", v.version)
-          .executeTakeFirst();
-        const id = existing?.id ?? newId("prv");
-        if (existing) await trx.updateTable("provider_versions").set(values).where("id", "=", id).execute();
-        else {
-          await trx
-            .insertInto("provider_versions")
-            .values({ id, provider_id: providerId, version: v.version, ...values, created_at: now })
-            .execute();
-        }
-        versionIds.set(v.version, id);
-      }
-      const currentVersionId = versionIds.get(entry.current_version) ?? null;
-      await trx
-        .updateTable("providers")
-        .set({ current_version_id: currentVersionId })
-        .where("id", "=", providerId)
-        .execute();
-
-      for (const m of entry.auth_methods) {
-        const existing = await trx
-          .selectFrom("provider_auth_methods")
-          .select(["id", "scopes"])
-          .where("provider_id", "=", providerId)
-          .where("key", "=", m.key)
-          .executeTakeFirst();
-        // Scope ids are kept for scopes that stay, so clients holding them do not break on a reload.
-        const previous = new Map((existing?.scopes ?? []).map((s) => [s.scope, s.id]));
-        const scopes: AuthMethodScope[] = (m.scopes ?? []).map((s) => ({
-          id: previous.get(s.scope) ?? newId("pams"),
-          scope: s.scope,
-          name: s.name ?? null,
-          description: s.description ?? null,
-        }));
-        const values = {
-          provider_version_id: currentVersionId,
-          type: m.type,
-          name: m.name,
-          description: m.description ?? null,
-          input_schema: JSON.stringify(m.type === "oauth" ? OAUTH_TOKEN_SCHEMA : (m.input_schema ?? {})),
-          scopes: JSON.stringify(scopes),
-          oauth: m.oauth ? JSON.stringify(m.oauth) : null,
-          updated_at: now,
-        };
-        if (existing)
-          await trx.updateTable("provider_auth_methods").set(values).where("id", "=", existing.id).execute();
-        else {
-          await trx
-            .insertInto("provider_auth_methods")
-            .values({ id: newId("pam"), provider_id: providerId, key: m.key, ...values, created_at: now })
-            .execute();
-        }
-      }
-
-      await trx
-        .insertInto("provider_listings")
-        .values({ id: newId("plg"), provider_id: providerId, instance_id: null, created_at: now, updated_at: now })
-        .onConflict((oc) => oc.column("provider_id").doUpdateSet({ updated_at: now }))
-        .execute();
-
-      const current = entry.versions.find((v) => v.version === entry.current_version);
-      const onlyOAuth = entry.auth_methods.length > 0 && entry.auth_methods.every((m) => m.type === "oauth");
-      const variants = storedVariants(
-        current
-          ? { source: serverSource(current.runtime), schema: current.config_schema, createdAt: now.toISOString() }
-          : null,
-        { oauthRequired: onlyOAuth },
-      );
-      const serverValues = {
-        name: entry.name,
-        description: entry.description ?? null,
-        metadata: JSON.stringify(entry.metadata ?? {}),
-        variants: JSON.stringify(variants),
-        updated_at: now,
-      };
-      await trx
-        .insertInto("servers")
-        .values({ id: newId("srv"), instance_id: null, provider_id: providerId, ...serverValues, created_at: now })
-        .onConflict((oc) => oc.column("provider_id").doUpdateSet(serverValues))
-        .execute();
-    }
+    for (const entry of entries) ids.set(entry.slug, await upsertEntry(trx, entry, now));
     return ids;
   });
+}
+
+/** Serialises writers of the catalog tables (the loader and registry imports) across processes. */
+export const lockCatalog = (trx: Transaction<Database>) =>
+  sql`select pg_advisory_xact_lock(${CATALOG_LOCK})`.execute(trx);
+
+/**
+ * Upserts one entry (publisher, provider, its versions, auth methods, listing and server) by slug; versions the
+ * entry does not name stay as they are. Returns the provider's id.
+ */
+export async function upsertEntry(trx: Transaction<Database>, entry: CatalogEntry, now: Date): Promise<string> {
+  const publisherValues = {
+    name: entry.publisher.name,
+    description: entry.publisher.description ?? null,
+    image_url: entry.publisher.image_url ?? null,
+    updated_at: now,
+  };
+  const publisher = await trx
+    .selectFrom("publishers")
+    .select("id")
+    .where("instance_id", "is", null)
+    .where("slug", "=", entry.publisher.slug)
+    .executeTakeFirst();
+  const publisherId = publisher?.id ?? newId("pub");
+  if (publisher) await trx.updateTable("publishers").set(publisherValues).where("id", "=", publisherId).execute();
+  else {
+    await trx
+      .insertInto("publishers")
+      .values({
+        id: publisherId,
+        instance_id: null,
+        slug: entry.publisher.slug,
+        ...publisherValues,
+        created_at: now,
+      })
+      .execute();
+  }
+
+  const providerValues = {
+    name: entry.name,
+    description: entry.description ?? null,
+    publisher_id: publisherId,
+    metadata: JSON.stringify(entry.metadata ?? {}),
+    updated_at: now,
+  };
+  const provider = await trx
+    .selectFrom("providers")
+    .select("id")
+    .where("instance_id", "is", null)
+    .where("slug", "=", entry.slug)
+    .executeTakeFirst();
+  const providerId = provider?.id ?? newId("pro");
+  if (provider) await trx.updateTable("providers").set(providerValues).where("id", "=", providerId).execute();
+  else {
+    await trx
+      .insertInto("providers")
+      .values({ id: providerId, instance_id: null, slug: entry.slug, ...providerValues, created_at: now })
+      .execute();
+  }
+
+  const versionIds = new Map<string, string>();
+  for (const v of entry.versions) {
+    const id = await upsertVersion(trx, providerId, v, now);
+    versionIds.set(v.version, id);
+  }
+  const currentVersionId = versionIds.get(entry.current_version) ?? null;
+  await trx
+    .updateTable("providers")
+    .set({ current_version_id: currentVersionId })
+    .where("id", "=", providerId)
+    .execute();
+
+  for (const m of entry.auth_methods) {
+    const existing = await trx
+      .selectFrom("provider_auth_methods")
+      .select(["id", "scopes"])
+      .where("provider_id", "=", providerId)
+      .where("key", "=", m.key)
+      .executeTakeFirst();
+    // Scope ids are kept for scopes that stay, so clients holding them do not break on a reload.
+    const previous = new Map((existing?.scopes ?? []).map((s) => [s.scope, s.id]));
+    const scopes: AuthMethodScope[] = (m.scopes ?? []).map((s) => ({
+      id: previous.get(s.scope) ?? newId("pams"),
+      scope: s.scope,
+      name: s.name ?? null,
+      description: s.description ?? null,
+    }));
+    const values = {
+      provider_version_id: currentVersionId,
+      type: m.type,
+      name: m.name,
+      description: m.description ?? null,
+      input_schema: JSON.stringify(m.type === "oauth" ? OAUTH_TOKEN_SCHEMA : (m.input_schema ?? {})),
+      scopes: JSON.stringify(scopes),
+      oauth: m.oauth ? JSON.stringify(m.oauth) : null,
+      updated_at: now,
+    };
+    if (existing) await trx.updateTable("provider_auth_methods").set(values).where("id", "=", existing.id).execute();
+    else {
+      await trx
+        .insertInto("provider_auth_methods")
+        .values({ id: newId("pam"), provider_id: providerId, key: m.key, ...values, created_at: now })
+        .execute();
+    }
+  }
+
+  await trx
+    .insertInto("provider_listings")
+    .values({ id: newId("plg"), provider_id: providerId, instance_id: null, created_at: now, updated_at: now })
+    .onConflict((oc) => oc.column("provider_id").doUpdateSet({ updated_at: now }))
+    .execute();
+
+  const current = entry.versions.find((v) => v.version === entry.current_version);
+  const onlyOAuth = entry.auth_methods.length > 0 && entry.auth_methods.every((m) => m.type === "oauth");
+  const variants = storedVariants(
+    current
+      ? { source: serverSource(current.runtime), schema: current.config_schema, createdAt: now.toISOString() }
+      : null,
+    { oauthRequired: onlyOAuth },
+  );
+  const serverValues = {
+    name: entry.name,
+    description: entry.description ?? null,
+    metadata: JSON.stringify(entry.metadata ?? {}),
+    variants: JSON.stringify(variants),
+    updated_at: now,
+  };
+  await trx
+    .insertInto("servers")
+    .values({ id: newId("srv"), instance_id: null, provider_id: providerId, ...serverValues, created_at: now })
+    .onConflict((oc) => oc.column("provider_id").doUpdateSet(serverValues))
+    .execute();
+  return providerId;
+}
+
+/** Inserts a provider's version or updates it in place (its id stays); returns its id. */
+export async function upsertVersion(
+  trx: Transaction<Database>,
+  providerId: string,
+  v: CatalogEntry["versions"][number],
+  now: Date,
+): Promise<string> {
+  const values = {
+    status: v.status,
+    runtime: JSON.stringify(v.runtime),
+    config_schema: JSON.stringify(v.config_schema),
+    tools: JSON.stringify(v.tools),
+    updated_at: now,
+  };
+  const row = await trx
+    .insertInto("provider_versions")
+    .values({ id: newId("prv"), provider_id: providerId, version: v.version, ...values, created_at: now })
+    .onConflict((oc) => oc.columns(["provider_id", "version"]).doUpdateSet(values))
+    .returning("id")
+    .executeTakeFirstOrThrow();
+  return row.id;
 }
 
 function serverSource(runtime: Runtime): StoredServerVariant["source"] {

@@ -65,7 +65,15 @@ export type Runtime = (
   transformer?: ConfigTransformer;
   /** Function custom providers: wall-clock limit of `initialize` and of each request, in milliseconds. */
   timeout_ms?: number;
+  /** MCP Registry imports: the package a stdio runtime runs, which runtimes/runner.ts checks can run here. */
+  package?: RuntimePackage;
 };
+
+export interface RuntimePackage {
+  registry_type: "npm" | "pypi" | "nuget" | "oci" | "mcpb";
+  identifier: string;
+  version: string | null;
+}
 
 export interface CatalogTool {
   name: string;
@@ -569,6 +577,7 @@ export interface Database {
   catalog_state: CatalogStateTable;
   mcp_connections: McpConnectionsTable;
   slug_counters: SlugCountersTable;
+  registry_imports: RegistryImportsTable;
 }
 
 /** A 2025-era client's MCP session on a session's endpoint (mcp/router.ts). */
@@ -587,6 +596,15 @@ export interface CatalogStateTable {
   singleton: Generated<boolean>;
   digest: string;
   loaded_at: Timestamp;
+}
+
+/** Where the last import from an MCP registry got to (catalog/registry/import.ts). */
+export interface RegistryImportsTable {
+  /** The registry's base URL. */
+  source: string;
+  /** The newest `updatedAt` seen; the next incremental import asks for `updated_since` it. */
+  updated_since: NullableTimestamp;
+  last_run_at: Timestamp;
 }
 
 /** The last `base-N` number handed out per instance, table and slug base (lib/slugged-insert.ts). */

@@ -1,7 +1,7 @@
 import type { ClientCapabilities, Progress } from "@modelcontextprotocol/client";
 import { ApiError } from "@toolplane/server-stubs";
 import type { Db } from "../db/database.ts";
-import type { JsonObject, Row, ToolCallStatus } from "../db/schema.ts";
+import type { JsonObject, Row, Runtime, ToolCallStatus } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
 import { storableJson } from "../lib/storable-json.ts";
@@ -19,7 +19,8 @@ import {
   upstreams,
   upstreamTimeoutMs,
 } from "../runtimes/pool.ts";
-import { applyTransformer } from "../runtimes/transformer.ts";
+import { runnerProblem } from "../runtimes/runner.ts";
+import { applyTransformer, configuredRuntime } from "../runtimes/transformer.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import { Namespaces } from "./keys.ts";
@@ -516,7 +517,7 @@ export class Gateway {
     provider: GatewaySessionProvider,
     downstream: Downstream = {},
   ): Promise<Upstream> {
-    const { runtime } = provider;
+    const runtime = runnableRuntime(provider);
     const applied = applyTransformer(runtime.transformer, provider.config);
     const headers = { ...applied.headers };
     if (provider.providerAuthConfigId) {
@@ -572,6 +573,22 @@ function namingProvider({ provider, error }: ProviderFailure): UpstreamFailure {
   if (error.message.startsWith("Provider ")) return error;
   const message = `Provider ${provider.providerSlug}: ${error.message}`;
   return new UpstreamFailure(error.code, message, error.rpcCode, error.rpcData);
+}
+
+/**
+ * The provider's runtime with its config filled in, or an UpstreamFailure naming the provider when its package
+ * cannot run here or its URL lacks config values: a clear answer instead of a spawn or connect error.
+ */
+function runnableRuntime(provider: GatewaySessionProvider): Runtime {
+  const unavailable = (message: string) =>
+    new UpstreamFailure("upstream_unavailable", `Provider ${provider.providerSlug}: ${message}`);
+  const problem = runnerProblem(provider.runtime);
+  if (problem) throw unavailable(problem);
+  try {
+    return configuredRuntime(provider.runtime, provider.config);
+  } catch (error) {
+    throw unavailable((error as Error).message);
+  }
 }
 
 function needsReauthentication(provider: GatewaySessionProvider, error: unknown): UpstreamFailure {

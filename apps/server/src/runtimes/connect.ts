@@ -9,6 +9,7 @@ import {
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { Runtime } from "../db/schema.ts";
+import { runnerEnv } from "./runner.ts";
 
 /** Everything needed to open one upstream connection: the runtime plus the per-provider headers, query and env. */
 export interface UpstreamTarget {
@@ -47,7 +48,7 @@ export function createTransport(target: UpstreamTarget, stderr: "ignore" | "pipe
       command: runtime.command,
       args: runtime.args.map(resolvePackagePlaceholders),
       // The SDK adds only its safe default variables: the server's own secrets never reach a child.
-      env: { ...runtime.env, ...childEnv(target.env) },
+      env: { ...runtime.env, ...runnerEnv(runtime), ...childEnv(target.env) },
       stderr,
     });
   }

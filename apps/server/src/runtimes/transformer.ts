@@ -1,4 +1,4 @@
-import type { JsonObject } from "../db/schema.ts";
+import type { JsonObject, Runtime } from "../db/schema.ts";
 
 /**
  * How a custom provider's validated config shapes the call to its upstream. Every value is a template whose only
@@ -92,4 +92,27 @@ export function applyTransformer(t: ConfigTransformer | undefined, config: JsonO
     query: renderAll(t?.query, config),
     env: renderAll(t?.env, config, safeEnvValue),
   };
+}
+
+/** The config keys a template's placeholders name that the config has no value for. */
+function missingKeys(template: string, config: JsonObject | null): string[] {
+  return [...template.matchAll(PLACEHOLDER)]
+    .map(([, dotted = ""]) => dotted.slice(1))
+    .filter((dotted) => lookup(config, dotted.split(".")) === undefined);
+}
+
+/**
+ * The runtime with the config filled into the `{{config.…}}` placeholders of its remote URL and stdio args (MCP
+ * Registry imports: URL template variables and package arguments; catalog/registry/server-json.ts). An argument
+ * whose value is missing is left out; a URL that cannot be completed throws, naming the keys it needs.
+ */
+export function configuredRuntime(runtime: Runtime, config: JsonObject | null): Runtime {
+  if (runtime.type === "stdio") return { ...runtime, args: runtime.args.flatMap((arg) => render(arg, config) ?? []) };
+  const url = render(runtime.url, config);
+  if (url === undefined) {
+    throw new Error(
+      `its URL needs the config value(s) ${missingKeys(runtime.url, config).join(", ")}: give the deployment a config that sets them.`,
+    );
+  }
+  return { ...runtime, url };
 }

@@ -6624,6 +6624,10 @@ export type CreateProviderDeploymentErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;

@@ -784,7 +784,7 @@ export interface paths {
         put?: never;
         /**
          * Create a provider deployment
-         * @description Deploys a catalog provider. `locked_provider_version_id` pins a version of that provider (a version of another provider is a 400); without it the deployment follows the provider's current version. `config` (`{type: "reference", provider_config_id}`) sets the default config, which must be a config of the same provider (else 400); without it the deployment has no configuration. An unknown provider, version or config — including one of another instance — is a 404. Nothing is created when the request fails.
+         * @description Deploys a catalog provider. `locked_provider_version_id` pins a version of that provider (a version of another provider is a 400); without it the deployment follows the provider's current version. `config` (`{type: "reference", provider_config_id}`) sets the default config, which must be a config of the same provider (else 400); without it the deployment has no configuration. An unknown provider, version or config — including one of another instance — is a 404. A version this server cannot run is a 409 that says what is missing: an MCP Registry import whose package needs a runner that is not installed here (`uvx` for PyPI, `dnx` for NuGet, `docker` and `DOCKER_HOST` for OCI images) or an MCP bundle (mcpb). Nothing is created when the request fails.
          */
         post: operations["createProviderDeployment"];
         delete?: never;
@@ -9313,6 +9313,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalServerError"];

@@ -9,6 +9,7 @@ import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
 import { prepared } from "../../lib/prepared.ts";
 import { iso } from "../../lib/time.ts";
+import { runnerProblem } from "../../runtimes/runner.ts";
 import { assertNotUsedBySessions } from "../sessions/usage.ts";
 
 type Deployment = components["schemas"]["ProviderDeployment"];
@@ -157,6 +158,7 @@ export class ProviderDeploymentService {
    * lookups run one by one, to say which reference is wrong.
    */
   async create(instanceId: string, body: DeploymentCreate, retried = false): Promise<Deployment> {
+    await this.assertRunsHere(instanceId, body);
     const query = this.createQuery({
       id: newId("pde"),
       instanceId,
@@ -174,6 +176,31 @@ export class ProviderDeploymentService {
     // The references were fine a moment later: one of them changed concurrently, so try once more.
     if (retried) throw new ApiError("conflict", "The provider, version or config changed meanwhile; retry.");
     return this.create(instanceId, body, true);
+  }
+
+  /**
+   * A 409 when the version the deployment would run needs what this server lacks (runtimes/runner.ts), as a
+   * container custom provider's version fails without an engine. Unknown references are left to the create.
+   */
+  private async assertRunsHere(instanceId: string, body: DeploymentCreate): Promise<void> {
+    const version = await this.db
+      .selectFrom("providers")
+      .innerJoin("provider_versions as v", "v.provider_id", "providers.id")
+      .select(["providers.slug", "v.version", "v.runtime"])
+      .where("providers.id", "=", body.provider_id)
+      .where(visibleProvider(instanceId))
+      .where(
+        sql<boolean>`v.id = coalesce(${body.locked_provider_version_id ?? null}::text, providers.current_version_id)`,
+      )
+      .executeTakeFirst();
+    const problem = version && runnerProblem(version.runtime);
+    if (version && problem) {
+      throw new ApiError(
+        "conflict",
+        `Provider ${version.slug} version ${version.version} cannot run on this server. ${problem}`,
+        { entity: "provider.version" },
+      );
+    }
   }
 
   /** Throws the 404 or 400 that a rejected create deserves. */

@@ -3315,6 +3315,8 @@ export const fakeCreateProviderDeploymentResponse401 = (options?: Options): Crea
 
 export const fakeCreateProviderDeploymentResponse404 = (options?: Options): CreateProviderDeploymentErrors[404] => fakeError(options);
 
+export const fakeCreateProviderDeploymentResponse409 = (options?: Options): CreateProviderDeploymentErrors[409] => fakeError(options);
+
 export const fakeCreateProviderDeploymentResponse413 = (options?: Options): CreateProviderDeploymentErrors[413] => fakeError(options);
 
 export const fakeCreateProviderDeploymentResponse415 = (options?: Options): CreateProviderDeploymentErrors[415] => fakeError(options);
