@@ -14,6 +14,11 @@ export interface ApiRouterOptions<Ctx> {
   context: (req: Request) => Promise<Ctx>;
   /** Largest accepted JSON body; larger ones are a 413. */
   bodyLimitBytes: number;
+  /**
+   * Runs before the handler of every POST operation, once the request is authenticated and its input valid (the
+   * server's Idempotency-Key handling). "answered" means it sent the response itself and the handler must not run.
+   */
+  beforePost?: (ctx: Ctx, req: Request, res: Response, body: unknown) => Promise<"answered" | "continue">;
 }
 
 type AnyHandler<Ctx> = (input: OperationInput<never>, ctx: Ctx) => Promise<unknown>;
@@ -85,6 +90,7 @@ export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Ro
             });
           }
         }
+        if (op.method === "post" && (await options.beforePost?.(ctx, req, res, body)) === "answered") return;
         const result = await handler({ path, query, body } as OperationInput<never>, ctx);
         res.status(op.successStatus).json(result);
       } catch (err) {
