@@ -25,7 +25,8 @@ const SWEEP_BATCH = 1_000;
 export const idempotencyAad = (id: string) => `idempotency_keys:${id}`;
 
 /**
- * The router's `beforePost` hook. Without the header the request just runs. With it: a malformed key is a 400; a
+ * The router's `beforePost` hook, called with the body as sent (before validation, so an invalid body's 400 is
+ * recorded like any 4xx). Without the header the request just runs. With it: a malformed key is a 400; a
  * new (or expired) key is claimed and the answer recorded when it is sent; a repeat of a finished request replays
  * its answer with `Idempotent-Replayed: true`; the key with another path or body is a 422 whatever the state of
  * the first request; a repeat while the first request still runs is a 409.

@@ -115,6 +115,15 @@ describe("Idempotency-Key on POST", () => {
     const first = await answer(await post(path, key, body));
     expect(first).toMatchObject({ status: 404, replayed: null, body: { code: "not_found" } });
     expect(await answer(await post(path, key, body))).toEqual({ status: 404, replayed: "true", body: first.body });
+
+    // An invalid body is answered (and recorded) as sent: the key is checked before the body is validated.
+    const invalidKey = randomUUID();
+    const invalid = await answer(await post("/provider-groups", invalidKey, { name: "" }));
+    expect(invalid).toMatchObject({ status: 400, replayed: null, body: { code: "invalid_data" } });
+    expect(await answer(await post("/provider-groups", invalidKey, { name: "" }))).toMatchObject({
+      status: 400,
+      replayed: "true",
+    });
   });
 
   it("answers 409 to a repeat while the first request still runs (another replica holds the key)", async () => {

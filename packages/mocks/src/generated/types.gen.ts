@@ -3682,7 +3682,7 @@ export type CreateProviderOAuthTokenImportErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -3794,7 +3794,7 @@ export type UpdateProviderOAuthTokenImportErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -4037,7 +4037,7 @@ export type CreateProviderOAuthSetupErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -4296,7 +4296,7 @@ export type CreateProviderAuthCredentialsErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -4362,7 +4362,7 @@ export type DeleteProviderAuthCredentialsErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -4769,7 +4769,7 @@ export type CreateSessionToolCallErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -4970,7 +4970,7 @@ export type CreateSessionProviderErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -5036,7 +5036,7 @@ export type DeleteSessionProviderErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -5277,7 +5277,7 @@ export type CreateCustomProviderErrors = {
      */
     401: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -5536,7 +5536,7 @@ export type CreateCustomProviderCommitErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -5737,7 +5737,7 @@ export type CreateCustomProviderVersionErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -5928,7 +5928,7 @@ export type CreateSessionErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -5990,7 +5990,7 @@ export type DeleteSessionErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -6090,7 +6090,7 @@ export type UpdateSessionErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -6215,7 +6215,7 @@ export type CreateSessionTemplateErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -6466,7 +6466,7 @@ export type CreateSessionTemplateProviderErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -6773,7 +6773,7 @@ export type CreateProviderDeploymentErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -6835,7 +6835,7 @@ export type DeleteProviderDeploymentErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -7070,7 +7070,7 @@ export type CreateProviderConfigErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -7136,7 +7136,7 @@ export type DeleteProviderConfigErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -7298,7 +7298,7 @@ export type GetProviderConfigSchemaErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -7429,7 +7429,7 @@ export type CreateProviderConfigVaultErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -7742,7 +7742,7 @@ export type CreateProviderSetupSessionErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -8055,7 +8055,7 @@ export type CreateProviderAuthConfigErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -8121,7 +8121,7 @@ export type DeleteProviderAuthConfigErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -8372,7 +8372,7 @@ export type CreateProviderAuthExportErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -8577,7 +8577,7 @@ export type CreateProviderAuthImportErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -9144,7 +9144,7 @@ export type CreateProviderGroupErrors = {
      */
     401: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -9320,7 +9320,7 @@ export type AddProviderGroupListingErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -9495,7 +9495,7 @@ export type CreatePortalErrors = {
      */
     401: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**
@@ -9800,7 +9800,7 @@ export type CreatePortalConsumerAccessErrors = {
      */
     404: Error;
     /**
-     * The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer).
+     * The request conflicts with the current state of the resource.
      */
     409: Error;
     /**

@@ -6904,10 +6904,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request conflicts with the current state of the resource (`conflict`), or, on a POST, an earlier request with the same `Idempotency-Key` is still running (`idempotency_conflict`: retry after `Retry-After` seconds to get its answer). */
+        /** @description The request conflicts with the current state of the resource. */
         Conflict: {
             headers: {
-                /** @description With `idempotency_conflict`, seconds to wait before repeating the request. */
+                /** @description With `idempotency_conflict` (an earlier request with the same `Idempotency-Key` still runs), seconds to wait before repeating the request. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
             };
