@@ -71,8 +71,8 @@ export interface SuiteContext {
    * and with an unknown key; 400 for `limit=0`, an unknown query parameter, malformed JSON or an unknown body
    * field; 413 for a body over the limit; 415 for a non-JSON body. Only the statuses the operation documents
    * are tried. Two of them go to the server directly, because Prism cannot pass them on: a request without
-   * credentials (Prism answers its own 401) and malformed JSON (Prism never answers). A POST that documents 422 is
-   * checked for its Idempotency-Key answers too (see idempotencyErrors).
+   * credentials (Prism answers its own 401) and malformed JSON (Prism never answers). Every POST is checked for its
+   * Idempotency-Key answers too (see idempotencyErrors).
    */
   standardErrors(operationId: OperationId, path?: Record<string, string>): Promise<void>;
   /** 404 `not_found` for the operation with these path parameters (an unknown id, another tenant's id). */
@@ -222,7 +222,8 @@ export function createSuiteContext(options: {
         label: "415 text/plain body",
       });
     }
-    if (documented.has(422) && method === "POST") await idempotencyErrors(op, url);
+    // Every POST: one that does not document these answers fails on Prism's undocumented-status warning.
+    if (method === "POST" && op.hasBody) await idempotencyErrors(op, url);
   };
 
   /**
