@@ -162,7 +162,9 @@ function recordAnswer(db: Db, secrets: SecretBox, id: string, req: Request, res:
         // The answer still goes out; the key stays claimed until it counts as abandoned (claimIdempotencyKey).
         req.log.warn({ err }, "could not record the answer of an Idempotency-Key request");
       })
-      .finally(() => send(payload));
+      .then(() => send(payload))
+      // Sending happens outside the request's promise chain: a failure here must not become an unhandled rejection.
+      .catch((err: unknown) => req.log.error({ err }, "could not send the answer of an Idempotency-Key request"));
     return res;
   };
 }
