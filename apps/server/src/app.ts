@@ -6,6 +6,7 @@ import type { RequestContext } from "./context.ts";
 import type { Db } from "./db/database.ts";
 import { docsRouter } from "./http/docs.ts";
 import { errorHandler, notFoundRoute, RETRY_AFTER_SECONDS } from "./http/errors.ts";
+import { idempotency } from "./http/idempotency.ts";
 import { requestLogger } from "./http/logging.ts";
 import { portalPageRouter } from "./http/portal-page.ts";
 import { mcpGatewayRouter } from "./mcp/router.ts";
@@ -56,6 +57,7 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
         const { instanceId } = await keys.verify(req.headers.authorization);
         return { instanceId, requestId: String(req.id) };
       },
+      beforePost: idempotency(deps.db, deps.secrets),
     }),
   );
 

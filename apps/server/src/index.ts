@@ -6,6 +6,7 @@ export { type Config, loadConfig } from "./config.ts";
 export type { RequestContext } from "./context.ts";
 export { type DatabaseHandle, type Db, openDatabase } from "./db/database.ts";
 export { migrate } from "./db/migrate.ts";
+export { claimIdempotencyKey, hashRequest } from "./http/idempotency.ts";
 export { createLogger } from "./http/logging.ts";
 export { newId } from "./lib/ids.ts";
 export { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";

@@ -22,7 +22,8 @@ export interface ToolplaneClientOptions {
   /**
    * How many times a failed request is sent again (default 2): after a network error or timeout, or an answer
    * 429, 502, 503 or 504, for requests that are safe to repeat (GET, HEAD, OPTIONS, PUT, DELETE, and any request
-   * with an `Idempotency-Key`, which every POST has by default); after 429 for any request.
+   * with an `Idempotency-Key`, which every POST has by default); after 429 for any request; after a 409 with
+   * `Retry-After` to a request with an `Idempotency-Key` (an earlier attempt of the call is still running).
    */
   retries?: number;
   /**

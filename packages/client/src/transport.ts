@@ -44,7 +44,13 @@ export function createTransport(options: TransportOptions): typeof globalThis.fe
         await sleep(backoffMs(attempt, options), request, attempt);
         continue;
       }
-      if (last || !RETRY_STATUSES.has(response.status) || !(safeToRepeat || response.status === 429)) return response;
+      // A 409 with Retry-After to a keyed request is `idempotency_conflict`: an earlier attempt of this very call is
+      // still running on the server (this one was sent after a network error or timeout), and repeating it later
+      // gets that attempt's answer. Other 409s (the resource's state) carry no Retry-After and are final.
+      const stillRunning =
+        response.status === 409 && request.headers.has("idempotency-key") && response.headers.has("retry-after");
+      const retryable = RETRY_STATUSES.has(response.status) && (safeToRepeat || response.status === 429);
+      if (last || !(retryable || stillRunning)) return response;
       const wait = retryAfterMs(response.headers.get("retry-after")) ?? backoffMs(attempt, options);
       if (wait > MAX_RETRY_AFTER_MS) return response;
       await sleep(wait, request, attempt);

@@ -97,6 +97,20 @@ describe("retries", () => {
     expect(seen).toHaveLength(4);
   });
 
+  it("repeats a keyed POST answered 409 with Retry-After (an earlier attempt still runs), not a plain 409", async () => {
+    const conflict = (code: string) => ({ __typename: "error", ok: false, status: 409, code, message: "m" });
+    handler = (_req, res, call) =>
+      call === 1 ? json(res, 409, conflict("idempotency_conflict"), { "retry-after": "0" }) : json(res, 201, group);
+    const client = createToolplaneClient({ baseUrl, apiKey: "k", ...fast });
+    expect((await unwrap(client.POST("/provider-groups", { body: { name: "G" } }))).id).toBe(group.id);
+    expect(seen.map((s) => s.idempotencyKey)).toEqual([seen[0]?.idempotencyKey, seen[0]?.idempotencyKey]);
+
+    seen.length = 0;
+    handler = (_req, res) => json(res, 409, conflict("conflict"));
+    expect((await client.POST("/provider-groups", { body: { name: "G" } })).response.status).toBe(409);
+    expect(seen).toHaveLength(1);
+  });
+
   it("does not repeat a PATCH without a key", async () => {
     handler = (_req, res) => unavailable(res);
     const client = createToolplaneClient({ baseUrl, apiKey: "k", retries: 3, ...fast });

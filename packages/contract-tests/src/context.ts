@@ -1,5 +1,6 @@
+import { randomUUID } from "node:crypto";
 import { createToolplaneClient, type ToolplaneClient } from "@toolplane/client";
-import type { Db } from "@toolplane/server";
+import { claimIdempotencyKey, type Db, hashRequest } from "@toolplane/server";
 import { type Checkable, CheckFailed, type CheckOptions, type Recorder } from "./recorder.ts";
 import type { Tenant } from "./server.ts";
 import { fillPath, type OperationId, type SpecOperation, unknownIdLike } from "./spec.ts";
@@ -70,7 +71,8 @@ export interface SuiteContext {
    * and with an unknown key; 400 for `limit=0`, an unknown query parameter, malformed JSON or an unknown body
    * field; 413 for a body over the limit; 415 for a non-JSON body. Only the statuses the operation documents
    * are tried. Two of them go to the server directly, because Prism cannot pass them on: a request without
-   * credentials (Prism answers its own 401) and malformed JSON (Prism never answers).
+   * credentials (Prism answers its own 401) and malformed JSON (Prism never answers). Every POST is checked for its
+   * Idempotency-Key answers too (see idempotencyErrors).
    */
   standardErrors(operationId: OperationId, path?: Record<string, string>): Promise<void>;
   /** 404 `not_found` for the operation with these path parameters (an unknown id, another tenant's id). */
@@ -220,6 +222,51 @@ export function createSuiteContext(options: {
         label: "415 text/plain body",
       });
     }
+    // Every POST: one that does not document these answers fails on Prism's undocumented-status warning.
+    if (method === "POST" && op.hasBody) await idempotencyErrors(op, url);
+  };
+
+  /**
+   * Idempotency-Key on a POST, with bodies the server refuses (an unknown field), so nothing is created: the 400 is
+   * replayed with `Idempotent-Replayed: true`; a malformed key is a 400 `bad_request`; the key with another body a
+   * 422; the key while a request with it still runs (claimed here through the server's own function, as another
+   * replica's request in flight holds it) a 409.
+   */
+  const idempotencyErrors = async (op: SpecOperation, url: string) => {
+    const example = op.bodyExample && typeof op.bodyExample === "object" ? op.bodyExample : {};
+    const refused = { ...example, unexpected_field: true };
+    const send = (key: string, body: unknown) =>
+      raw("POST", url, {
+        body: JSON.stringify(body),
+        contentType: "application/json",
+        headers: { "idempotency-key": key },
+      });
+    const key = randomUUID();
+    await check(op.operationId, 400, send(key, refused), {
+      code: "invalid_data",
+      label: "400 with an Idempotency-Key",
+    });
+    const replay = await check(op.operationId, 400, send(key, refused), {
+      code: "invalid_data",
+      label: "400 replayed for the same Idempotency-Key",
+    });
+    if (replay.headers.get("idempotent-replayed") !== "true") {
+      recorder.fail(op.operationId, "400 replayed for the same Idempotency-Key", "no Idempotent-Replayed: true");
+    }
+    await check(op.operationId, 400, send("k".repeat(256), refused), {
+      code: "bad_request",
+      label: "400 Idempotency-Key over 255 characters",
+    });
+    await check(op.operationId, 422, send(key, { ...example, unexpected_field: false }), {
+      code: "idempotency_key_reused",
+      label: "422 Idempotency-Key reused with another body",
+    });
+    const running = randomUUID();
+    await claimIdempotencyKey(options.db, tenants[0].instanceId, running, hashRequest("POST", url, refused));
+    await check(op.operationId, 409, send(running, refused), {
+      code: "idempotency_conflict",
+      label: "409 Idempotency-Key of a request still running",
+    });
   };
 
   return {

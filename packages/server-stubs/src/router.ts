@@ -14,6 +14,12 @@ export interface ApiRouterOptions<Ctx> {
   context: (req: Request) => Promise<Ctx>;
   /** Largest accepted JSON body; larger ones are a 413. */
   bodyLimitBytes: number;
+  /**
+   * Runs before every POST operation's body is validated and its handler called, once the request is authenticated,
+   * its path and query valid and its body read: `body` is the JSON as sent (validation fills defaults in). The
+   * server's Idempotency-Key handling. "answered" means it sent the response itself and nothing else must run.
+   */
+  beforePost?: (ctx: Ctx, req: Request, res: Response, body: unknown) => Promise<"answered" | "continue">;
 }
 
 type AnyHandler<Ctx> = (input: OperationInput<never>, ctx: Ctx) => Promise<unknown>;
@@ -66,7 +72,7 @@ export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Ro
         guard.check(Object.fromEntries(new URLSearchParams(raw)), "query");
         const path = validator.path(req.params as Record<string, string>);
         const query = validator.query(raw);
-        let body: unknown;
+        let received: unknown;
         if (validator.hasBody) {
           if (hasRequestBody(req)) {
             if (!req.is(["application/json", "application/*+json"])) {
@@ -77,7 +83,7 @@ export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Ro
             }
             await readBody(req, res);
             guard.check(req.body, "body");
-            body = validator.body(req.body);
+            received = req.body;
           } else if (validator.bodyRequired) {
             throw new ApiError("invalid_data", "Request body is required: send a JSON object.", {
               entity: "body",
@@ -85,6 +91,8 @@ export function createApiRouter<Ctx>(options: ApiRouterOptions<Ctx>): express.Ro
             });
           }
         }
+        if (op.method === "post" && (await options.beforePost?.(ctx, req, res, received)) === "answered") return;
+        const body = received === undefined ? undefined : validator.body(received);
         const result = await handler({ path, query, body } as OperationInput<never>, ctx);
         res.status(op.successStatus).json(result);
       } catch (err) {

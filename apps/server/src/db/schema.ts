@@ -578,6 +578,7 @@ export interface Database {
   mcp_connections: McpConnectionsTable;
   slug_counters: SlugCountersTable;
   registry_imports: RegistryImportsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 /** A 2025-era client's MCP session on a session's endpoint (mcp/router.ts). */
@@ -613,6 +614,22 @@ export interface SlugCountersTable {
   scope: "portals" | "provider_groups" | "providers";
   base: string;
   last: number;
+}
+
+/** A POST's Idempotency-Key and, once it finished, its recorded answer (http/idempotency.ts). */
+export interface IdempotencyKeysTable {
+  id: string;
+  instance_id: string;
+  key: string;
+  /** SHA-256 of method, path and body: a reuse of the key for another request is refused. */
+  request_hash: string;
+  /** Null while the first request runs. */
+  status: number | null;
+  response_headers: NullableJson<Record<string, string>>;
+  /** The answer's JSON body, encrypted (SecretBox, bound to `id`). */
+  response_ciphertext: string | null;
+  created_at: Generated<Timestamp>;
+  expires_at: Timestamp;
 }
 
 export type Row<T extends keyof Database> = Selectable<Database[T]>;

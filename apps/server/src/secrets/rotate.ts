@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
+import { idempotencyAad } from "../http/idempotency.ts";
 import { credentialAad, exportAad } from "../resources/provider-auth-configs/credential-data.ts";
 import { clientSecretAad } from "../resources/provider-auth-credentials/service.ts";
 import { configAad, vaultAad } from "../resources/provider-configs/service.ts";
@@ -12,6 +13,7 @@ const ENCRYPTED = [
   { table: "provider_auth_credentials", column: "client_secret_ciphertext", aad: clientSecretAad },
   { table: "provider_auth_configs", column: "credential_ciphertext", aad: credentialAad },
   { table: "provider_auth_exports", column: "value_ciphertext", aad: exportAad },
+  { table: "idempotency_keys", column: "response_ciphertext", aad: idempotencyAad },
 ] as const;
 
 /**

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { unwrap } from "@toolplane/client";
 import { describe, expect, it } from "vitest";
+import { idempotencyAad } from "../../src/http/idempotency.ts";
 import { configAad, vaultAad } from "../../src/resources/provider-configs/service.ts";
 import { rotateSecrets } from "../../src/secrets/rotate.ts";
 import { loadSecretKeys, SecretBox } from "../../src/secrets/secret-box.ts";
@@ -84,7 +85,8 @@ describe("rotateSecrets", () => {
       );
       const next = key("next");
       const rotated = new SecretBox([next, t.secretKey]);
-      expect(await rotateSecrets(t.db, rotated)).toBe(2);
+      // The vault and the config, and the answers of the three POSTs, which the client sent with an Idempotency-Key.
+      expect(await rotateSecrets(t.db, rotated)).toBe(5);
       expect(await rotateSecrets(t.db, rotated)).toBe(0);
 
       const newOnly = new SecretBox([next]);
@@ -98,6 +100,13 @@ describe("rotateSecrets", () => {
         .executeTakeFirstOrThrow();
       expect(newOnly.decryptJson(config.data_ciphertext, configAad(config.id))).toEqual({ toolsets: "issues" });
       expect(newOnly.decryptJson(vault.data_ciphertext, vaultAad(vault.id))).toEqual({ toolsets: "repos" });
+      const recorded = await t.db
+        .selectFrom("idempotency_keys")
+        .select(["id", "response_ciphertext"])
+        .where("status", "=", 201)
+        .orderBy("id")
+        .executeTakeFirstOrThrow();
+      expect(newOnly.decryptJson(recorded.response_ciphertext ?? "", idempotencyAad(recorded.id))).toEqual(deployment);
     } finally {
       await t.close();
     }

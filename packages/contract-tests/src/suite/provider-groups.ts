@@ -17,6 +17,19 @@ export const providerGroups = defineSuite({
     await ctx.ok("createProviderGroup", 201, client.POST("/provider-groups", { body: { name: "Second group" } }), {
       label: "201 without description",
     });
+    // Idempotency-Key: the repeat answers the first 201 again (same group), marked Idempotent-Replayed.
+    const once = { body: { name: "Idempotent group" }, headers: { "Idempotency-Key": "contract-create-group" } };
+    const first = await ctx.ok("createProviderGroup", 201, client.POST("/provider-groups", once), {
+      label: "201 with an Idempotency-Key",
+    });
+    const replay = await ctx.check("createProviderGroup", 201, client.POST("/provider-groups", once), {
+      label: "201 replayed for the same Idempotency-Key",
+    });
+    if (replay.data?.id !== first.id || replay.response.headers.get("idempotent-replayed") !== "true") {
+      throw new Error(
+        "createProviderGroup: the repeat with the same Idempotency-Key was not the replayed first answer",
+      );
+    }
     await ctx.check("createProviderGroup", 400, client.POST("/provider-groups", { body: { name: "" } }), {
       code: "invalid_data",
       label: "400 empty name",

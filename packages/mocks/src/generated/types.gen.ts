@@ -138,9 +138,9 @@ export type ProviderOAuthTokenImportList = {
 };
 
 /**
- * Stable error code. Each code has exactly one HTTP status: `invalid_data` and `bad_request` 400, `unauthorized` 401, `forbidden` 403, `not_found` 404, `method_not_allowed` 405, `conflict` 409, `gone` 410, `precondition_failed` 412, `payload_too_large` 413, `unsupported_media_type` 415, `too_many_requests` 429, `internal_server_error` 500, `not_implemented` 501, `bad_gateway` 502, `service_unavailable` 503, `timeout` 504.
+ * Stable error code. Each code has exactly one HTTP status: `invalid_data` and `bad_request` 400, `unauthorized` 401, `forbidden` 403, `not_found` 404, `method_not_allowed` 405, `conflict` 409, `idempotency_conflict` 409, `gone` 410, `precondition_failed` 412, `payload_too_large` 413, `unsupported_media_type` 415, `idempotency_key_reused` 422, `too_many_requests` 429, `internal_server_error` 500, `not_implemented` 501, `bad_gateway` 502, `service_unavailable` 503, `timeout` 504.
  */
-export type ErrorCode = 'invalid_data' | 'bad_request' | 'unauthorized' | 'forbidden' | 'not_found' | 'method_not_allowed' | 'conflict' | 'gone' | 'precondition_failed' | 'payload_too_large' | 'unsupported_media_type' | 'too_many_requests' | 'internal_server_error' | 'not_implemented' | 'bad_gateway' | 'service_unavailable' | 'timeout';
+export type ErrorCode = 'invalid_data' | 'bad_request' | 'unauthorized' | 'forbidden' | 'not_found' | 'method_not_allowed' | 'conflict' | 'idempotency_conflict' | 'gone' | 'precondition_failed' | 'payload_too_large' | 'unsupported_media_type' | 'idempotency_key_reused' | 'too_many_requests' | 'internal_server_error' | 'not_implemented' | 'bad_gateway' | 'service_unavailable' | 'timeout';
 
 /**
  * One validation problem.
@@ -3588,6 +3588,11 @@ export type Cursor = string;
  */
 export type Order = 'asc' | 'desc';
 
+/**
+ * 1 to 255 printable ASCII characters.
+ */
+export type IdempotencyKey = string;
+
 export type ListProviderOAuthTokenImportsData = {
     body?: never;
     path?: never;
@@ -3652,6 +3657,12 @@ export type ListProviderOAuthTokenImportsResponse = ListProviderOAuthTokenImport
 
 export type CreateProviderOAuthTokenImportData = {
     body: ProviderOAuthTokenImportCreateWritable;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/provider-oauth/token-imports';
@@ -3671,6 +3682,10 @@ export type CreateProviderOAuthTokenImportErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -3678,6 +3693,10 @@ export type CreateProviderOAuthTokenImportErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -3988,6 +4007,12 @@ export type ListProviderOAuthSetupsResponse = ListProviderOAuthSetupsResponses[k
 
 export type CreateProviderOAuthSetupData = {
     body: ProviderOAuthSetupCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * A deployment id.
@@ -4012,6 +4037,10 @@ export type CreateProviderOAuthSetupErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -4019,6 +4048,10 @@ export type CreateProviderOAuthSetupErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -4233,6 +4266,12 @@ export type ListProviderAuthCredentialsResponse = ListProviderAuthCredentialsRes
 
 export type CreateProviderAuthCredentialsData = {
     body: ProviderAuthCredentialsCreateWritable;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * A deployment id.
@@ -4257,6 +4296,10 @@ export type CreateProviderAuthCredentialsErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -4264,6 +4307,10 @@ export type CreateProviderAuthCredentialsErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -4692,6 +4739,12 @@ export type ListSessionToolCallsResponse = ListSessionToolCallsResponses[keyof L
 
 export type CreateSessionToolCallData = {
     body: ToolCallCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * The session's id (`ses_…`).
@@ -4727,6 +4780,10 @@ export type CreateSessionToolCallErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -4883,6 +4940,12 @@ export type ListSessionProvidersResponse = ListSessionProvidersResponses[keyof L
 
 export type CreateSessionProviderData = {
     body: SessionProviderCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * The session's id (`ses_…`).
@@ -4918,6 +4981,10 @@ export type CreateSessionProviderErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -5189,6 +5256,12 @@ export type ListCustomProvidersResponse = ListCustomProvidersResponses[keyof Lis
 
 export type CreateCustomProviderData = {
     body: CustomProviderCreateWritable;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/custom-providers';
@@ -5204,6 +5277,10 @@ export type CreateCustomProviderErrors = {
      */
     401: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -5211,6 +5288,10 @@ export type CreateCustomProviderErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -5425,6 +5506,12 @@ export type ListCustomProviderCommitsResponse = ListCustomProviderCommitsRespons
 
 export type CreateCustomProviderCommitData = {
     body: CustomProviderCommitCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * An id.
@@ -5460,6 +5547,10 @@ export type CreateCustomProviderCommitErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -5616,6 +5707,12 @@ export type ListCustomProviderVersionsResponse = ListCustomProviderVersionsRespo
 
 export type CreateCustomProviderVersionData = {
     body: CustomProviderVersionCreateWritable;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * An id.
@@ -5651,6 +5748,10 @@ export type CreateCustomProviderVersionErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -5802,6 +5903,12 @@ export type ListSessionsResponse = ListSessionsResponses[keyof ListSessionsRespo
 
 export type CreateSessionData = {
     body: SessionCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/sessions';
@@ -5821,6 +5928,10 @@ export type CreateSessionErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -5828,6 +5939,10 @@ export type CreateSessionErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -6075,6 +6190,12 @@ export type ListSessionTemplatesResponse = ListSessionTemplatesResponses[keyof L
 
 export type CreateSessionTemplateData = {
     body: SessionTemplateCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/session-templates';
@@ -6094,6 +6215,10 @@ export type CreateSessionTemplateErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -6101,6 +6226,10 @@ export type CreateSessionTemplateErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -6307,6 +6436,12 @@ export type ListSessionTemplateProvidersResponse = ListSessionTemplateProvidersR
 
 export type CreateSessionTemplateProviderData = {
     body: SessionTemplateProviderCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * The session template's id (`set_…`).
@@ -6331,6 +6466,10 @@ export type CreateSessionTemplateProviderErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -6338,6 +6477,10 @@ export type CreateSessionTemplateProviderErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -6605,6 +6748,12 @@ export type ListProviderDeploymentsResponse = ListProviderDeploymentsResponses[k
 
 export type CreateProviderDeploymentData = {
     body: ProviderDeploymentCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/provider-deployments';
@@ -6635,6 +6784,10 @@ export type CreateProviderDeploymentErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -6887,6 +7040,12 @@ export type ListProviderConfigsResponse = ListProviderConfigsResponses[keyof Lis
 
 export type CreateProviderConfigData = {
     body: ProviderConfigCreateWritable;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * A provider deployment id.
@@ -6922,6 +7081,10 @@ export type CreateProviderConfigErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -7236,6 +7399,12 @@ export type ListProviderConfigVaultsResponse = ListProviderConfigVaultsResponses
 
 export type CreateProviderConfigVaultData = {
     body: ProviderConfigVaultCreateWritable;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * A provider deployment id.
@@ -7260,6 +7429,10 @@ export type CreateProviderConfigVaultErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -7267,6 +7440,10 @@ export type CreateProviderConfigVaultErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -7535,6 +7712,12 @@ export type ListProviderSetupSessionsResponse = ListProviderSetupSessionsRespons
 
 export type CreateProviderSetupSessionData = {
     body: ProviderSetupSessionCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * A deployment id.
@@ -7559,6 +7742,10 @@ export type CreateProviderSetupSessionErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -7566,6 +7753,10 @@ export type CreateProviderSetupSessionErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -7834,6 +8025,12 @@ export type ListProviderAuthConfigsResponse = ListProviderAuthConfigsResponses[k
 
 export type CreateProviderAuthConfigData = {
     body: ProviderAuthConfigCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * A deployment id.
@@ -7858,6 +8055,10 @@ export type CreateProviderAuthConfigErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -7865,6 +8066,10 @@ export type CreateProviderAuthConfigErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -8133,6 +8338,12 @@ export type ListProviderAuthExportsResponse = ListProviderAuthExportsResponses[k
 
 export type CreateProviderAuthExportData = {
     body: ProviderAuthExportCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * A deployment id.
@@ -8172,6 +8383,10 @@ export type CreateProviderAuthExportErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -8328,6 +8543,12 @@ export type ListProviderAuthImportsResponse = ListProviderAuthImportsResponses[k
 
 export type CreateProviderAuthImportData = {
     body: ProviderAuthImportCreateWritable;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * A deployment id.
@@ -8356,6 +8577,10 @@ export type CreateProviderAuthImportErrors = {
      */
     404: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -8363,6 +8588,10 @@ export type CreateProviderAuthImportErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -8894,6 +9123,12 @@ export type ListProviderGroupsResponse = ListProviderGroupsResponses[keyof ListP
 
 export type CreateProviderGroupData = {
     body: ProviderGroupCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/provider-groups';
@@ -8909,6 +9144,10 @@ export type CreateProviderGroupErrors = {
      */
     401: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -8916,6 +9155,10 @@ export type CreateProviderGroupErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -9047,6 +9290,12 @@ export type UpdateProviderGroupResponse = UpdateProviderGroupResponses[keyof Upd
 
 export type AddProviderGroupListingData = {
     body: ProviderGroupListingAdd;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * An id.
@@ -9082,6 +9331,10 @@ export type AddProviderGroupListingErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -9221,6 +9474,12 @@ export type ListPortalsResponse = ListPortalsResponses[keyof ListPortalsResponse
 
 export type CreatePortalData = {
     body: PortalCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path?: never;
     query?: never;
     url: '/portals';
@@ -9236,6 +9495,10 @@ export type CreatePortalErrors = {
      */
     401: Error;
     /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -9243,6 +9506,10 @@ export type CreatePortalErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */
@@ -9503,6 +9770,12 @@ export type ListPortalConsumerAccessResponse = ListPortalConsumerAccessResponses
 
 export type CreatePortalConsumerAccessData = {
     body: PortalConsumerAccessCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
     path: {
         /**
          * An id.
@@ -9538,6 +9811,10 @@ export type CreatePortalConsumerAccessErrors = {
      * The request body is not JSON.
      */
     415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
     /**
      * An unexpected error occurred; the message carries a reference for the logs and no internals.
      */

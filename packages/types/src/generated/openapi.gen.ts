@@ -1836,11 +1836,11 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description Stable error code. Each code has exactly one HTTP status: `invalid_data` and `bad_request` 400, `unauthorized` 401, `forbidden` 403, `not_found` 404, `method_not_allowed` 405, `conflict` 409, `gone` 410, `precondition_failed` 412, `payload_too_large` 413, `unsupported_media_type` 415, `too_many_requests` 429, `internal_server_error` 500, `not_implemented` 501, `bad_gateway` 502, `service_unavailable` 503, `timeout` 504.
+         * @description Stable error code. Each code has exactly one HTTP status: `invalid_data` and `bad_request` 400, `unauthorized` 401, `forbidden` 403, `not_found` 404, `method_not_allowed` 405, `conflict` 409, `idempotency_conflict` 409, `gone` 410, `precondition_failed` 412, `payload_too_large` 413, `unsupported_media_type` 415, `idempotency_key_reused` 422, `too_many_requests` 429, `internal_server_error` 500, `not_implemented` 501, `bad_gateway` 502, `service_unavailable` 503, `timeout` 504.
          * @example not_found
          * @enum {string}
          */
-        ErrorCode: "invalid_data" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "too_many_requests" | "internal_server_error" | "not_implemented" | "bad_gateway" | "service_unavailable" | "timeout";
+        ErrorCode: "invalid_data" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_conflict" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "too_many_requests" | "internal_server_error" | "not_implemented" | "bad_gateway" | "service_unavailable" | "timeout";
         /**
          * @description One validation problem.
          * @example {
@@ -6904,6 +6904,26 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request conflicts with the current state of the resource. */
+        Conflict: {
+            headers: {
+                /** @description With `idempotency_conflict` (an earlier request with the same `Idempotency-Key` still runs), seconds to wait before repeating the request. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "__typename": "error",
+                 *       "ok": false,
+                 *       "status": 409,
+                 *       "code": "conflict",
+                 *       "message": "The session is not active."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The request body is larger than the server accepts. */
         PayloadTooLarge: {
             headers: {
@@ -6940,8 +6960,8 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request conflicts with the current state of the resource. */
-        Conflict: {
+        /** @description The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request. */
+        IdempotencyKeyReused: {
             headers: {
                 [name: string]: unknown;
             };
@@ -6950,9 +6970,9 @@ export interface components {
                  * @example {
                  *       "__typename": "error",
                  *       "ok": false,
-                 *       "status": 409,
-                 *       "code": "conflict",
-                 *       "message": "The session is not active."
+                 *       "status": 422,
+                 *       "code": "idempotency_key_reused",
+                 *       "message": "This Idempotency-Key was used with a different request; use a new key for a new request."
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -6985,9 +7005,20 @@ export interface components {
          * @example desc
          */
         Order: "asc" | "desc";
+        /**
+         * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+         * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+         */
+        IdempotencyKey: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description `true` when this answer is the recorded answer to an earlier request with the same `Idempotency-Key` (nothing was done again); absent otherwise.
+         * @example true
+         */
+        IdempotentReplayed: "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -7046,7 +7077,13 @@ export interface operations {
     createProviderOAuthTokenImport: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -7059,6 +7096,7 @@ export interface operations {
             /** @description The created OAuth token import, with `id_token` if one was sent. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7068,8 +7106,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7287,7 +7327,13 @@ export interface operations {
     createProviderOAuthSetup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The deployment's id (`pde_…`).
@@ -7306,6 +7352,7 @@ export interface operations {
             /** @description The created OAuth setup, with its `url`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7315,8 +7362,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7469,7 +7518,13 @@ export interface operations {
     createProviderAuthCredentials: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The deployment's id (`pde_…`).
@@ -7488,6 +7543,7 @@ export interface operations {
             /** @description The created auth credentials (without the client secret). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7497,8 +7553,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7861,7 +7919,13 @@ export interface operations {
     createSessionToolCall: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The session's id (`ses_…`).
@@ -7880,6 +7944,7 @@ export interface operations {
             /** @description The recorded tool call, `succeeded` or `failed`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7892,6 +7957,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8006,7 +8072,13 @@ export interface operations {
     createSessionProvider: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The session's id (`ses_…`).
@@ -8025,6 +8097,7 @@ export interface operations {
             /** @description The created session provider. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8037,6 +8110,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8239,7 +8313,13 @@ export interface operations {
     createCustomProvider: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8252,6 +8332,7 @@ export interface operations {
             /** @description The created custom provider; its first version is `queued`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8260,8 +8341,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8418,7 +8501,13 @@ export interface operations {
     createCustomProviderCommit: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The custom provider's id (`cpr_…`).
@@ -8437,6 +8526,7 @@ export interface operations {
             /** @description The created commit, `applied` or `pending`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8449,6 +8539,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8565,7 +8656,13 @@ export interface operations {
     createCustomProviderVersion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The custom provider's id (`cpr_…`).
@@ -8584,6 +8681,7 @@ export interface operations {
             /** @description The created version, `queued`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8596,6 +8694,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8712,7 +8811,13 @@ export interface operations {
     createSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8725,6 +8830,7 @@ export interface operations {
             /** @description The created session, with its `secret`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8734,8 +8840,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8897,7 +9005,13 @@ export interface operations {
     createSessionTemplate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -8910,6 +9024,7 @@ export interface operations {
             /** @description The created session template. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8919,8 +9034,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9063,7 +9180,13 @@ export interface operations {
     createSessionTemplateProvider: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The session template's id (`set_…`).
@@ -9082,6 +9205,7 @@ export interface operations {
             /** @description The created session template provider. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9091,8 +9215,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9291,7 +9417,13 @@ export interface operations {
     createProviderDeployment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -9304,6 +9436,7 @@ export interface operations {
             /** @description The created provider deployment. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9316,6 +9449,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9483,7 +9617,13 @@ export interface operations {
     createProviderConfig: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The provider deployment's id (`pde_…`).
@@ -9502,6 +9642,7 @@ export interface operations {
             /** @description The created provider config (without its data). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9514,6 +9655,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9728,7 +9870,13 @@ export interface operations {
     createProviderConfigVault: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The provider deployment's id (`pde_…`).
@@ -9747,6 +9895,7 @@ export interface operations {
             /** @description The created config vault (without its data). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9756,8 +9905,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -9951,7 +10102,13 @@ export interface operations {
     createProviderSetupSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The deployment's id (`pde_…`).
@@ -9970,6 +10127,7 @@ export interface operations {
             /** @description The created setup session, with its `url`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9979,8 +10137,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10176,7 +10336,13 @@ export interface operations {
     createProviderAuthConfig: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The deployment's id (`pde_…`).
@@ -10195,6 +10361,7 @@ export interface operations {
             /** @description The created auth config. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10204,8 +10371,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10393,7 +10562,13 @@ export interface operations {
     createProviderAuthExport: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The deployment's id (`pde_…`).
@@ -10417,6 +10592,7 @@ export interface operations {
             /** @description The created export, with `value`. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10429,6 +10605,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10541,7 +10718,13 @@ export interface operations {
     createProviderAuthImport: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The deployment's id (`pde_…`).
@@ -10565,6 +10748,7 @@ export interface operations {
             /** @description The created import (without the value). */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10574,8 +10758,10 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10997,7 +11183,13 @@ export interface operations {
     createProviderGroup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -11010,6 +11202,7 @@ export interface operations {
             /** @description The created provider group. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11018,8 +11211,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -11097,7 +11292,13 @@ export interface operations {
     addProviderGroupListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The provider group's id (`pgr_…`).
@@ -11116,6 +11317,7 @@ export interface operations {
             /** @description The provider group, now holding the listing. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11128,6 +11330,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -11223,7 +11426,13 @@ export interface operations {
     createPortal: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -11236,6 +11445,7 @@ export interface operations {
             /** @description The created portal. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11244,8 +11454,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
@@ -11433,7 +11645,13 @@ export interface operations {
     createPortalConsumerAccess: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The portal's id (`ptl_…`).
@@ -11452,6 +11670,7 @@ export interface operations {
             /** @description The created consumer access. */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11464,6 +11683,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];

@@ -3,7 +3,7 @@
 
 import { faker, type Faker } from '@faker-js/faker';
 
-import type { AddProviderGroupListingData, AddProviderGroupListingErrors, AddProviderGroupListingResponses, After, Before, CreateCustomProviderCommitData, CreateCustomProviderCommitErrors, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderErrors, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionErrors, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessErrors, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalErrors, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigErrors, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsErrors, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportErrors, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportErrors, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigErrors, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultErrors, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentErrors, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupErrors, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupErrors, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportErrors, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionErrors, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionProviderData, CreateSessionProviderErrors, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateErrors, CreateSessionTemplateProviderData, CreateSessionTemplateProviderErrors, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallErrors, CreateSessionToolCallResponses, Cursor, CustomProvider, CustomProviderActor, CustomProviderCommit, CustomProviderCommitAction, CustomProviderCommitActionType, CustomProviderCommitCreate, CustomProviderCommitList, CustomProviderCommitMergeAction, CustomProviderCommitRollbackAction, CustomProviderConfig, CustomProviderCreate, CustomProviderCreateWritable, CustomProviderDeployment, CustomProviderDeploymentCommit, CustomProviderEnvironment, CustomProviderError, CustomProviderFrom, CustomProviderFromContainer, CustomProviderFromContainerWritable, CustomProviderFromFunction, CustomProviderFromRemote, CustomProviderFromWritable, CustomProviderFunctionFile, CustomProviderList, CustomProviderProvider, CustomProviderStatus, CustomProviderType, CustomProviderUpdate, CustomProviderVersion, CustomProviderVersionCreate, CustomProviderVersionCreateWritable, CustomProviderVersionEnvironment, CustomProviderVersionList, CustomProviderVersionStatus, DeletePortalConsumerAccessData, DeletePortalConsumerAccessErrors, DeletePortalConsumerAccessResponses, DeletePortalData, DeletePortalErrors, DeletePortalResponses, DeleteProviderAuthConfigData, DeleteProviderAuthConfigErrors, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsData, DeleteProviderAuthCredentialsErrors, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigData, DeleteProviderConfigErrors, DeleteProviderConfigResponses, DeleteProviderConfigVaultData, DeleteProviderConfigVaultErrors, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentData, DeleteProviderDeploymentErrors, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionData, DeleteProviderSetupSessionErrors, DeleteProviderSetupSessionResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionProviderData, DeleteSessionProviderErrors, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderData, DeleteSessionTemplateProviderErrors, DeleteSessionTemplateProviderResponses, Description, Error, ErrorCode, ErrorDetail, GetCustomProviderCommitData, GetCustomProviderCommitErrors, GetCustomProviderCommitResponses, GetCustomProviderData, GetCustomProviderErrors, GetCustomProviderResponses, GetCustomProviderVersionData, GetCustomProviderVersionErrors, GetCustomProviderVersionResponses, GetPortalConsumerAccessData, GetPortalConsumerAccessErrors, GetPortalConsumerAccessResponses, GetPortalData, GetPortalErrors, GetPortalResponses, GetProviderAuthConfigData, GetProviderAuthConfigErrors, GetProviderAuthConfigResponses, GetProviderAuthCredentialsData, GetProviderAuthCredentialsErrors, GetProviderAuthCredentialsResponses, GetProviderAuthExportData, GetProviderAuthExportErrors, GetProviderAuthExportResponses, GetProviderAuthImportData, GetProviderAuthImportErrors, GetProviderAuthImportResponses, GetProviderAuthImportSchemaData, GetProviderAuthImportSchemaErrors, GetProviderAuthImportSchemaResponses, GetProviderConfigData, GetProviderConfigErrors, GetProviderConfigResponses, GetProviderConfigSchemaData, GetProviderConfigSchemaErrors, GetProviderConfigSchemaResponses, GetProviderConfigVaultData, GetProviderConfigVaultErrors, GetProviderConfigVaultResponses, GetProviderData, GetProviderDeploymentData, GetProviderDeploymentErrors, GetProviderDeploymentResponses, GetProviderErrors, GetProviderGroupData, GetProviderGroupErrors, GetProviderGroupResponses, GetProviderListingData, GetProviderListingErrors, GetProviderListingResponses, GetProviderOAuthSetupData, GetProviderOAuthSetupErrors, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportData, GetProviderOAuthTokenImportErrors, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionData, GetProviderSetupSessionErrors, GetProviderSetupSessionResponses, GetProviderVersionData, GetProviderVersionErrors, GetProviderVersionResponses, GetServerData, GetServerErrors, GetServerResponses, GetSessionData, GetSessionErrors, GetSessionProviderData, GetSessionProviderErrors, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateData, GetSessionTemplateErrors, GetSessionTemplateProviderData, GetSessionTemplateProviderErrors, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallData, GetSessionToolCallErrors, GetSessionToolCallResponses, GetToolCallData, GetToolCallErrors, GetToolCallResponses, JsonSchemaObject, Limit, ListCustomProviderCommitsData, ListCustomProviderCommitsErrors, ListCustomProviderCommitsResponses, ListCustomProvidersData, ListCustomProvidersErrors, ListCustomProvidersResponses, ListCustomProviderVersionsData, ListCustomProviderVersionsErrors, ListCustomProviderVersionsResponses, ListPortalConsumerAccessData, ListPortalConsumerAccessErrors, ListPortalConsumerAccessResponses, ListPortalsData, ListPortalsErrors, ListPortalsResponses, ListProviderAuthConfigsData, ListProviderAuthConfigsErrors, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsData, ListProviderAuthCredentialsErrors, ListProviderAuthCredentialsResponses, ListProviderAuthExportsData, ListProviderAuthExportsErrors, ListProviderAuthExportsResponses, ListProviderAuthImportsData, ListProviderAuthImportsErrors, ListProviderAuthImportsResponses, ListProviderConfigsData, ListProviderConfigsErrors, ListProviderConfigsResponses, ListProviderConfigVaultsData, ListProviderConfigVaultsErrors, ListProviderConfigVaultsResponses, ListProviderDeploymentsData, ListProviderDeploymentsErrors, ListProviderDeploymentsResponses, ListProviderGroupsData, ListProviderGroupsErrors, ListProviderGroupsResponses, ListProviderListingsData, ListProviderListingsErrors, ListProviderListingsResponses, ListProviderOAuthSetupsData, ListProviderOAuthSetupsErrors, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsData, ListProviderOAuthTokenImportsErrors, ListProviderOAuthTokenImportsResponses, ListProvidersData, ListProvidersErrors, ListProviderSetupSessionsData, ListProviderSetupSessionsErrors, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsData, ListProviderVersionsErrors, ListProviderVersionsResponses, ListServersData, ListServersErrors, ListServersResponses, ListSessionProvidersData, ListSessionProvidersErrors, ListSessionProvidersResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionTemplateProvidersData, ListSessionTemplateProvidersErrors, ListSessionTemplateProvidersResponses, ListSessionTemplatesData, ListSessionTemplatesErrors, ListSessionTemplatesResponses, ListSessionToolCallsData, ListSessionToolCallsErrors, ListSessionToolCallsResponses, ListToolCallsData, ListToolCallsErrors, ListToolCallsResponses, Metadata, Name, NullableMetadata, Order, Pagination, Portal, PortalAuth, PortalBrand, PortalConsumerAccess, PortalConsumerAccessAccess, PortalConsumerAccessCreate, PortalConsumerAccessCreateAccess, PortalConsumerAccessList, PortalConsumerAccessServerDeploymentTemplate, PortalConsumerAccessServerDeploymentTemplateCreate, PortalConsumerGroup, PortalCreate, PortalList, PortalServerPreview, PortalStatus, PortalUpdate, PortalUrl, Provider, ProviderAuthConfig, ProviderAuthConfigCreate, ProviderAuthConfigList, ProviderAuthConfigReference, ProviderAuthConfigUpdate, ProviderAuthCredentials, ProviderAuthCredentialsCreate, ProviderAuthCredentialsCreateWritable, ProviderAuthCredentialsList, ProviderAuthCredentialsOAuthConfig, ProviderAuthCredentialsOAuthConfigWritable, ProviderAuthCredentialsReference, ProviderAuthCredentialsUpdate, ProviderAuthExport, ProviderAuthExportCreate, ProviderAuthExportList, ProviderAuthExportManualValue, ProviderAuthExportOAuthValue, ProviderAuthImport, ProviderAuthImportCreate, ProviderAuthImportCreateWritable, ProviderAuthImportList, ProviderAuthImportSchema, ProviderAuthMethod, ProviderAuthMethodScope, ProviderConfig, ProviderConfigCreate, ProviderConfigCreateWritable, ProviderConfigList, ProviderConfigPreview, ProviderConfigReference, ProviderConfigSchema, ProviderConfigSourceInline, ProviderConfigSourceInlineWritable, ProviderConfigSourceVault, ProviderConfigUpdate, ProviderConfigVault, ProviderConfigVaultCreate, ProviderConfigVaultCreateWritable, ProviderConfigVaultList, ProviderConfigVaultUpdate, ProviderDeployment, ProviderDeploymentCreate, ProviderDeploymentList, ProviderDeploymentReference, ProviderDeploymentStatus, ProviderDeploymentUpdate, ProviderGroup, ProviderGroupCreate, ProviderGroupList, ProviderGroupListingAdd, ProviderGroupUpdate, ProviderList, ProviderListing, ProviderListingList, ProviderOAuthSetup, ProviderOAuthSetupConfig, ProviderOAuthSetupCreate, ProviderOAuthSetupList, ProviderOAuthSetupUpdate, ProviderOAuthTokenImport, ProviderOAuthTokenImportCreate, ProviderOAuthTokenImportCreateWritable, ProviderOAuthTokenImportList, ProviderOAuthTokenImportUpdate, ProviderOAuthTokenImportUpdateWritable, ProviderPreview, ProviderPublisher, ProviderSetupAuthConfig, ProviderSetupCredentials, ProviderSetupDeployment, ProviderSetupSession, ProviderSetupSessionCreate, ProviderSetupSessionList, ProviderSetupSessionUpdate, ProviderTool, ProviderType, ProviderVersion, ProviderVersionDetail, ProviderVersionList, RemoveProviderGroupListingData, RemoveProviderGroupListingErrors, RemoveProviderGroupListingResponses, Server, ServerDeploymentTemplatePreview, ServerList, ServerPreview, ServerSource, ServerSourceContainer, ServerSourceRemote, ServerSourceStdio, ServerVariant, ServerVersion, Session, SessionCreate, SessionList, SessionProvider, SessionProviderCreate, SessionProviderDeploymentPreview, SessionProviderEntries, SessionProviderEntry, SessionProviderList, SessionProviderUpdate, SessionTemplate, SessionTemplateCreate, SessionTemplateList, SessionTemplateProvider, SessionTemplateProviderCreate, SessionTemplateProviderList, SessionTemplateProviderUpdate, SessionTemplateUpdate, SessionUpdate, Timestamp, ToolCall, ToolCallCreate, ToolCallError, ToolCallList, ToolCallOutput, ToolCallTool, ToolFilters, UpdateCustomProviderData, UpdateCustomProviderErrors, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalErrors, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigErrors, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsErrors, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigErrors, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultErrors, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentErrors, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupErrors, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupErrors, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportErrors, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionErrors, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionProviderData, UpdateSessionProviderErrors, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateErrors, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderErrors, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from '../types.gen';
+import type { AddProviderGroupListingData, AddProviderGroupListingErrors, AddProviderGroupListingResponses, After, Before, CreateCustomProviderCommitData, CreateCustomProviderCommitErrors, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderErrors, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionErrors, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessErrors, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalErrors, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigErrors, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsErrors, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportErrors, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportErrors, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigErrors, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultErrors, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentErrors, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupErrors, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupErrors, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportErrors, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionErrors, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionProviderData, CreateSessionProviderErrors, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateErrors, CreateSessionTemplateProviderData, CreateSessionTemplateProviderErrors, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallErrors, CreateSessionToolCallResponses, Cursor, CustomProvider, CustomProviderActor, CustomProviderCommit, CustomProviderCommitAction, CustomProviderCommitActionType, CustomProviderCommitCreate, CustomProviderCommitList, CustomProviderCommitMergeAction, CustomProviderCommitRollbackAction, CustomProviderConfig, CustomProviderCreate, CustomProviderCreateWritable, CustomProviderDeployment, CustomProviderDeploymentCommit, CustomProviderEnvironment, CustomProviderError, CustomProviderFrom, CustomProviderFromContainer, CustomProviderFromContainerWritable, CustomProviderFromFunction, CustomProviderFromRemote, CustomProviderFromWritable, CustomProviderFunctionFile, CustomProviderList, CustomProviderProvider, CustomProviderStatus, CustomProviderType, CustomProviderUpdate, CustomProviderVersion, CustomProviderVersionCreate, CustomProviderVersionCreateWritable, CustomProviderVersionEnvironment, CustomProviderVersionList, CustomProviderVersionStatus, DeletePortalConsumerAccessData, DeletePortalConsumerAccessErrors, DeletePortalConsumerAccessResponses, DeletePortalData, DeletePortalErrors, DeletePortalResponses, DeleteProviderAuthConfigData, DeleteProviderAuthConfigErrors, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsData, DeleteProviderAuthCredentialsErrors, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigData, DeleteProviderConfigErrors, DeleteProviderConfigResponses, DeleteProviderConfigVaultData, DeleteProviderConfigVaultErrors, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentData, DeleteProviderDeploymentErrors, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionData, DeleteProviderSetupSessionErrors, DeleteProviderSetupSessionResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionProviderData, DeleteSessionProviderErrors, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderData, DeleteSessionTemplateProviderErrors, DeleteSessionTemplateProviderResponses, Description, Error, ErrorCode, ErrorDetail, GetCustomProviderCommitData, GetCustomProviderCommitErrors, GetCustomProviderCommitResponses, GetCustomProviderData, GetCustomProviderErrors, GetCustomProviderResponses, GetCustomProviderVersionData, GetCustomProviderVersionErrors, GetCustomProviderVersionResponses, GetPortalConsumerAccessData, GetPortalConsumerAccessErrors, GetPortalConsumerAccessResponses, GetPortalData, GetPortalErrors, GetPortalResponses, GetProviderAuthConfigData, GetProviderAuthConfigErrors, GetProviderAuthConfigResponses, GetProviderAuthCredentialsData, GetProviderAuthCredentialsErrors, GetProviderAuthCredentialsResponses, GetProviderAuthExportData, GetProviderAuthExportErrors, GetProviderAuthExportResponses, GetProviderAuthImportData, GetProviderAuthImportErrors, GetProviderAuthImportResponses, GetProviderAuthImportSchemaData, GetProviderAuthImportSchemaErrors, GetProviderAuthImportSchemaResponses, GetProviderConfigData, GetProviderConfigErrors, GetProviderConfigResponses, GetProviderConfigSchemaData, GetProviderConfigSchemaErrors, GetProviderConfigSchemaResponses, GetProviderConfigVaultData, GetProviderConfigVaultErrors, GetProviderConfigVaultResponses, GetProviderData, GetProviderDeploymentData, GetProviderDeploymentErrors, GetProviderDeploymentResponses, GetProviderErrors, GetProviderGroupData, GetProviderGroupErrors, GetProviderGroupResponses, GetProviderListingData, GetProviderListingErrors, GetProviderListingResponses, GetProviderOAuthSetupData, GetProviderOAuthSetupErrors, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportData, GetProviderOAuthTokenImportErrors, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionData, GetProviderSetupSessionErrors, GetProviderSetupSessionResponses, GetProviderVersionData, GetProviderVersionErrors, GetProviderVersionResponses, GetServerData, GetServerErrors, GetServerResponses, GetSessionData, GetSessionErrors, GetSessionProviderData, GetSessionProviderErrors, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateData, GetSessionTemplateErrors, GetSessionTemplateProviderData, GetSessionTemplateProviderErrors, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallData, GetSessionToolCallErrors, GetSessionToolCallResponses, GetToolCallData, GetToolCallErrors, GetToolCallResponses, IdempotencyKey, JsonSchemaObject, Limit, ListCustomProviderCommitsData, ListCustomProviderCommitsErrors, ListCustomProviderCommitsResponses, ListCustomProvidersData, ListCustomProvidersErrors, ListCustomProvidersResponses, ListCustomProviderVersionsData, ListCustomProviderVersionsErrors, ListCustomProviderVersionsResponses, ListPortalConsumerAccessData, ListPortalConsumerAccessErrors, ListPortalConsumerAccessResponses, ListPortalsData, ListPortalsErrors, ListPortalsResponses, ListProviderAuthConfigsData, ListProviderAuthConfigsErrors, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsData, ListProviderAuthCredentialsErrors, ListProviderAuthCredentialsResponses, ListProviderAuthExportsData, ListProviderAuthExportsErrors, ListProviderAuthExportsResponses, ListProviderAuthImportsData, ListProviderAuthImportsErrors, ListProviderAuthImportsResponses, ListProviderConfigsData, ListProviderConfigsErrors, ListProviderConfigsResponses, ListProviderConfigVaultsData, ListProviderConfigVaultsErrors, ListProviderConfigVaultsResponses, ListProviderDeploymentsData, ListProviderDeploymentsErrors, ListProviderDeploymentsResponses, ListProviderGroupsData, ListProviderGroupsErrors, ListProviderGroupsResponses, ListProviderListingsData, ListProviderListingsErrors, ListProviderListingsResponses, ListProviderOAuthSetupsData, ListProviderOAuthSetupsErrors, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsData, ListProviderOAuthTokenImportsErrors, ListProviderOAuthTokenImportsResponses, ListProvidersData, ListProvidersErrors, ListProviderSetupSessionsData, ListProviderSetupSessionsErrors, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsData, ListProviderVersionsErrors, ListProviderVersionsResponses, ListServersData, ListServersErrors, ListServersResponses, ListSessionProvidersData, ListSessionProvidersErrors, ListSessionProvidersResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionTemplateProvidersData, ListSessionTemplateProvidersErrors, ListSessionTemplateProvidersResponses, ListSessionTemplatesData, ListSessionTemplatesErrors, ListSessionTemplatesResponses, ListSessionToolCallsData, ListSessionToolCallsErrors, ListSessionToolCallsResponses, ListToolCallsData, ListToolCallsErrors, ListToolCallsResponses, Metadata, Name, NullableMetadata, Order, Pagination, Portal, PortalAuth, PortalBrand, PortalConsumerAccess, PortalConsumerAccessAccess, PortalConsumerAccessCreate, PortalConsumerAccessCreateAccess, PortalConsumerAccessList, PortalConsumerAccessServerDeploymentTemplate, PortalConsumerAccessServerDeploymentTemplateCreate, PortalConsumerGroup, PortalCreate, PortalList, PortalServerPreview, PortalStatus, PortalUpdate, PortalUrl, Provider, ProviderAuthConfig, ProviderAuthConfigCreate, ProviderAuthConfigList, ProviderAuthConfigReference, ProviderAuthConfigUpdate, ProviderAuthCredentials, ProviderAuthCredentialsCreate, ProviderAuthCredentialsCreateWritable, ProviderAuthCredentialsList, ProviderAuthCredentialsOAuthConfig, ProviderAuthCredentialsOAuthConfigWritable, ProviderAuthCredentialsReference, ProviderAuthCredentialsUpdate, ProviderAuthExport, ProviderAuthExportCreate, ProviderAuthExportList, ProviderAuthExportManualValue, ProviderAuthExportOAuthValue, ProviderAuthImport, ProviderAuthImportCreate, ProviderAuthImportCreateWritable, ProviderAuthImportList, ProviderAuthImportSchema, ProviderAuthMethod, ProviderAuthMethodScope, ProviderConfig, ProviderConfigCreate, ProviderConfigCreateWritable, ProviderConfigList, ProviderConfigPreview, ProviderConfigReference, ProviderConfigSchema, ProviderConfigSourceInline, ProviderConfigSourceInlineWritable, ProviderConfigSourceVault, ProviderConfigUpdate, ProviderConfigVault, ProviderConfigVaultCreate, ProviderConfigVaultCreateWritable, ProviderConfigVaultList, ProviderConfigVaultUpdate, ProviderDeployment, ProviderDeploymentCreate, ProviderDeploymentList, ProviderDeploymentReference, ProviderDeploymentStatus, ProviderDeploymentUpdate, ProviderGroup, ProviderGroupCreate, ProviderGroupList, ProviderGroupListingAdd, ProviderGroupUpdate, ProviderList, ProviderListing, ProviderListingList, ProviderOAuthSetup, ProviderOAuthSetupConfig, ProviderOAuthSetupCreate, ProviderOAuthSetupList, ProviderOAuthSetupUpdate, ProviderOAuthTokenImport, ProviderOAuthTokenImportCreate, ProviderOAuthTokenImportCreateWritable, ProviderOAuthTokenImportList, ProviderOAuthTokenImportUpdate, ProviderOAuthTokenImportUpdateWritable, ProviderPreview, ProviderPublisher, ProviderSetupAuthConfig, ProviderSetupCredentials, ProviderSetupDeployment, ProviderSetupSession, ProviderSetupSessionCreate, ProviderSetupSessionList, ProviderSetupSessionUpdate, ProviderTool, ProviderType, ProviderVersion, ProviderVersionDetail, ProviderVersionList, RemoveProviderGroupListingData, RemoveProviderGroupListingErrors, RemoveProviderGroupListingResponses, Server, ServerDeploymentTemplatePreview, ServerList, ServerPreview, ServerSource, ServerSourceContainer, ServerSourceRemote, ServerSourceStdio, ServerVariant, ServerVersion, Session, SessionCreate, SessionList, SessionProvider, SessionProviderCreate, SessionProviderDeploymentPreview, SessionProviderEntries, SessionProviderEntry, SessionProviderList, SessionProviderUpdate, SessionTemplate, SessionTemplateCreate, SessionTemplateList, SessionTemplateProvider, SessionTemplateProviderCreate, SessionTemplateProviderList, SessionTemplateProviderUpdate, SessionTemplateUpdate, SessionUpdate, Timestamp, ToolCall, ToolCallCreate, ToolCallError, ToolCallList, ToolCallOutput, ToolCallTool, ToolFilters, UpdateCustomProviderData, UpdateCustomProviderErrors, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalErrors, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigErrors, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsErrors, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigErrors, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultErrors, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentErrors, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupErrors, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupErrors, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportErrors, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionErrors, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionProviderData, UpdateSessionProviderErrors, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateErrors, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderErrors, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from '../types.gen';
 
 export type Options = {
     faker?: Faker;
@@ -84,10 +84,12 @@ export const fakeErrorCode = (options?: Options): ErrorCode => {
         'not_found',
         'method_not_allowed',
         'conflict',
+        'idempotency_conflict',
         'gone',
         'precondition_failed',
         'payload_too_large',
         'unsupported_media_type',
+        'idempotency_key_reused',
         'too_many_requests',
         'internal_server_error',
         'not_implemented',
@@ -1983,6 +1985,11 @@ export const fakeOrder = (options?: Options): Order => {
     return resolveCondition(options?.useDefault ?? false, f) ? 'asc' : f.helpers.arrayElement(['asc', 'desc']);
 };
 
+export const fakeIdempotencyKey = (options?: Options): IdempotencyKey => {
+    const f = options?.faker ?? faker;
+    return f.helpers.fromRegExp('^[\\x20-\\x7E]+$');
+};
+
 export const fakeListProviderOAuthTokenImportsRequest = (options?: Options): Omit<ListProviderOAuthTokenImportsData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
@@ -2008,9 +2015,15 @@ export const fakeListProviderOAuthTokenImportsResponse501 = (options?: Options):
 
 export const fakeListProviderOAuthTokenImportsResponse503 = (options?: Options): ListProviderOAuthTokenImportsErrors[503] => fakeError(options);
 
-export const fakeCreateProviderOAuthTokenImportRequest = (options?: Options): Omit<CreateProviderOAuthTokenImportData, 'url'> => ({
-    body: fakeProviderOAuthTokenImportCreateWritable(options)
-});
+export const fakeCreateProviderOAuthTokenImportRequest = (options?: Options): Omit<CreateProviderOAuthTokenImportData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        body: fakeProviderOAuthTokenImportCreateWritable(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        }
+    };
+};
 
 export const fakeCreateProviderOAuthTokenImportResponse201 = (options?: Options): CreateProviderOAuthTokenImportResponses[201] => fakeProviderOAuthTokenImport(options);
 
@@ -2020,9 +2033,13 @@ export const fakeCreateProviderOAuthTokenImportResponse401 = (options?: Options)
 
 export const fakeCreateProviderOAuthTokenImportResponse404 = (options?: Options): CreateProviderOAuthTokenImportErrors[404] => fakeError(options);
 
+export const fakeCreateProviderOAuthTokenImportResponse409 = (options?: Options): CreateProviderOAuthTokenImportErrors[409] => fakeError(options);
+
 export const fakeCreateProviderOAuthTokenImportResponse413 = (options?: Options): CreateProviderOAuthTokenImportErrors[413] => fakeError(options);
 
 export const fakeCreateProviderOAuthTokenImportResponse415 = (options?: Options): CreateProviderOAuthTokenImportErrors[415] => fakeError(options);
+
+export const fakeCreateProviderOAuthTokenImportResponse422 = (options?: Options): CreateProviderOAuthTokenImportErrors[422] => fakeError(options);
 
 export const fakeCreateProviderOAuthTokenImportResponse500 = (options?: Options): CreateProviderOAuthTokenImportErrors[500] => fakeError(options);
 
@@ -2159,6 +2176,9 @@ export const fakeCreateProviderOAuthSetupRequest = (options?: Options): Omit<Cre
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderOAuthSetupCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_deployment_id: f.string.sample()
         }
@@ -2173,9 +2193,13 @@ export const fakeCreateProviderOAuthSetupResponse401 = (options?: Options): Crea
 
 export const fakeCreateProviderOAuthSetupResponse404 = (options?: Options): CreateProviderOAuthSetupErrors[404] => fakeError(options);
 
+export const fakeCreateProviderOAuthSetupResponse409 = (options?: Options): CreateProviderOAuthSetupErrors[409] => fakeError(options);
+
 export const fakeCreateProviderOAuthSetupResponse413 = (options?: Options): CreateProviderOAuthSetupErrors[413] => fakeError(options);
 
 export const fakeCreateProviderOAuthSetupResponse415 = (options?: Options): CreateProviderOAuthSetupErrors[415] => fakeError(options);
+
+export const fakeCreateProviderOAuthSetupResponse422 = (options?: Options): CreateProviderOAuthSetupErrors[422] => fakeError(options);
 
 export const fakeCreateProviderOAuthSetupResponse500 = (options?: Options): CreateProviderOAuthSetupErrors[500] => fakeError(options);
 
@@ -2269,6 +2293,9 @@ export const fakeCreateProviderAuthCredentialsRequest = (options?: Options): Omi
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderAuthCredentialsCreateWritable(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_deployment_id: f.string.sample()
         }
@@ -2283,9 +2310,13 @@ export const fakeCreateProviderAuthCredentialsResponse401 = (options?: Options):
 
 export const fakeCreateProviderAuthCredentialsResponse404 = (options?: Options): CreateProviderAuthCredentialsErrors[404] => fakeError(options);
 
+export const fakeCreateProviderAuthCredentialsResponse409 = (options?: Options): CreateProviderAuthCredentialsErrors[409] => fakeError(options);
+
 export const fakeCreateProviderAuthCredentialsResponse413 = (options?: Options): CreateProviderAuthCredentialsErrors[413] => fakeError(options);
 
 export const fakeCreateProviderAuthCredentialsResponse415 = (options?: Options): CreateProviderAuthCredentialsErrors[415] => fakeError(options);
+
+export const fakeCreateProviderAuthCredentialsResponse422 = (options?: Options): CreateProviderAuthCredentialsErrors[422] => fakeError(options);
 
 export const fakeCreateProviderAuthCredentialsResponse500 = (options?: Options): CreateProviderAuthCredentialsErrors[500] => fakeError(options);
 
@@ -2462,6 +2493,9 @@ export const fakeCreateSessionToolCallRequest = (options?: Options): Omit<Create
     const f = options?.faker ?? faker;
     return {
         body: fakeToolCallCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             session_id: f.string.sample()
         }
@@ -2481,6 +2515,8 @@ export const fakeCreateSessionToolCallResponse409 = (options?: Options): CreateS
 export const fakeCreateSessionToolCallResponse413 = (options?: Options): CreateSessionToolCallErrors[413] => fakeError(options);
 
 export const fakeCreateSessionToolCallResponse415 = (options?: Options): CreateSessionToolCallErrors[415] => fakeError(options);
+
+export const fakeCreateSessionToolCallResponse422 = (options?: Options): CreateSessionToolCallErrors[422] => fakeError(options);
 
 export const fakeCreateSessionToolCallResponse500 = (options?: Options): CreateSessionToolCallErrors[500] => fakeError(options);
 
@@ -2550,6 +2586,9 @@ export const fakeCreateSessionProviderRequest = (options?: Options): Omit<Create
     const f = options?.faker ?? faker;
     return {
         body: fakeSessionProviderCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             session_id: f.string.sample()
         }
@@ -2569,6 +2608,8 @@ export const fakeCreateSessionProviderResponse409 = (options?: Options): CreateS
 export const fakeCreateSessionProviderResponse413 = (options?: Options): CreateSessionProviderErrors[413] => fakeError(options);
 
 export const fakeCreateSessionProviderResponse415 = (options?: Options): CreateSessionProviderErrors[415] => fakeError(options);
+
+export const fakeCreateSessionProviderResponse422 = (options?: Options): CreateSessionProviderErrors[422] => fakeError(options);
 
 export const fakeCreateSessionProviderResponse500 = (options?: Options): CreateSessionProviderErrors[500] => fakeError(options);
 
@@ -2680,9 +2721,15 @@ export const fakeListCustomProvidersResponse501 = (options?: Options): ListCusto
 
 export const fakeListCustomProvidersResponse503 = (options?: Options): ListCustomProvidersErrors[503] => fakeError(options);
 
-export const fakeCreateCustomProviderRequest = (options?: Options): Omit<CreateCustomProviderData, 'url'> => ({
-    body: fakeCustomProviderCreateWritable(options)
-});
+export const fakeCreateCustomProviderRequest = (options?: Options): Omit<CreateCustomProviderData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        body: fakeCustomProviderCreateWritable(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        }
+    };
+};
 
 export const fakeCreateCustomProviderResponse201 = (options?: Options): CreateCustomProviderResponses[201] => fakeCustomProvider(options);
 
@@ -2690,9 +2737,13 @@ export const fakeCreateCustomProviderResponse400 = (options?: Options): CreateCu
 
 export const fakeCreateCustomProviderResponse401 = (options?: Options): CreateCustomProviderErrors[401] => fakeError(options);
 
+export const fakeCreateCustomProviderResponse409 = (options?: Options): CreateCustomProviderErrors[409] => fakeError(options);
+
 export const fakeCreateCustomProviderResponse413 = (options?: Options): CreateCustomProviderErrors[413] => fakeError(options);
 
 export const fakeCreateCustomProviderResponse415 = (options?: Options): CreateCustomProviderErrors[415] => fakeError(options);
+
+export const fakeCreateCustomProviderResponse422 = (options?: Options): CreateCustomProviderErrors[422] => fakeError(options);
 
 export const fakeCreateCustomProviderResponse500 = (options?: Options): CreateCustomProviderErrors[500] => fakeError(options);
 
@@ -2786,6 +2837,9 @@ export const fakeCreateCustomProviderCommitRequest = (options?: Options): Omit<C
     const f = options?.faker ?? faker;
     return {
         body: fakeCustomProviderCommitCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             custom_provider_id: f.string.sample()
         }
@@ -2805,6 +2859,8 @@ export const fakeCreateCustomProviderCommitResponse409 = (options?: Options): Cr
 export const fakeCreateCustomProviderCommitResponse413 = (options?: Options): CreateCustomProviderCommitErrors[413] => fakeError(options);
 
 export const fakeCreateCustomProviderCommitResponse415 = (options?: Options): CreateCustomProviderCommitErrors[415] => fakeError(options);
+
+export const fakeCreateCustomProviderCommitResponse422 = (options?: Options): CreateCustomProviderCommitErrors[422] => fakeError(options);
 
 export const fakeCreateCustomProviderCommitResponse500 = (options?: Options): CreateCustomProviderCommitErrors[500] => fakeError(options);
 
@@ -2870,6 +2926,9 @@ export const fakeCreateCustomProviderVersionRequest = (options?: Options): Omit<
     const f = options?.faker ?? faker;
     return {
         body: fakeCustomProviderVersionCreateWritable(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             custom_provider_id: f.string.sample()
         }
@@ -2889,6 +2948,8 @@ export const fakeCreateCustomProviderVersionResponse409 = (options?: Options): C
 export const fakeCreateCustomProviderVersionResponse413 = (options?: Options): CreateCustomProviderVersionErrors[413] => fakeError(options);
 
 export const fakeCreateCustomProviderVersionResponse415 = (options?: Options): CreateCustomProviderVersionErrors[415] => fakeError(options);
+
+export const fakeCreateCustomProviderVersionResponse422 = (options?: Options): CreateCustomProviderVersionErrors[422] => fakeError(options);
 
 export const fakeCreateCustomProviderVersionResponse500 = (options?: Options): CreateCustomProviderVersionErrors[500] => fakeError(options);
 
@@ -2950,9 +3011,15 @@ export const fakeListSessionsResponse501 = (options?: Options): ListSessionsErro
 
 export const fakeListSessionsResponse503 = (options?: Options): ListSessionsErrors[503] => fakeError(options);
 
-export const fakeCreateSessionRequest = (options?: Options): Omit<CreateSessionData, 'url'> => ({
-    body: fakeSessionCreate(options)
-});
+export const fakeCreateSessionRequest = (options?: Options): Omit<CreateSessionData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        body: fakeSessionCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        }
+    };
+};
 
 export const fakeCreateSessionResponse201 = (options?: Options): CreateSessionResponses[201] => fakeSession(options);
 
@@ -2962,9 +3029,13 @@ export const fakeCreateSessionResponse401 = (options?: Options): CreateSessionEr
 
 export const fakeCreateSessionResponse404 = (options?: Options): CreateSessionErrors[404] => fakeError(options);
 
+export const fakeCreateSessionResponse409 = (options?: Options): CreateSessionErrors[409] => fakeError(options);
+
 export const fakeCreateSessionResponse413 = (options?: Options): CreateSessionErrors[413] => fakeError(options);
 
 export const fakeCreateSessionResponse415 = (options?: Options): CreateSessionErrors[415] => fakeError(options);
+
+export const fakeCreateSessionResponse422 = (options?: Options): CreateSessionErrors[422] => fakeError(options);
 
 export const fakeCreateSessionResponse500 = (options?: Options): CreateSessionErrors[500] => fakeError(options);
 
@@ -3071,9 +3142,15 @@ export const fakeListSessionTemplatesResponse501 = (options?: Options): ListSess
 
 export const fakeListSessionTemplatesResponse503 = (options?: Options): ListSessionTemplatesErrors[503] => fakeError(options);
 
-export const fakeCreateSessionTemplateRequest = (options?: Options): Omit<CreateSessionTemplateData, 'url'> => ({
-    body: fakeSessionTemplateCreate(options)
-});
+export const fakeCreateSessionTemplateRequest = (options?: Options): Omit<CreateSessionTemplateData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        body: fakeSessionTemplateCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        }
+    };
+};
 
 export const fakeCreateSessionTemplateResponse201 = (options?: Options): CreateSessionTemplateResponses[201] => fakeSessionTemplate(options);
 
@@ -3083,9 +3160,13 @@ export const fakeCreateSessionTemplateResponse401 = (options?: Options): CreateS
 
 export const fakeCreateSessionTemplateResponse404 = (options?: Options): CreateSessionTemplateErrors[404] => fakeError(options);
 
+export const fakeCreateSessionTemplateResponse409 = (options?: Options): CreateSessionTemplateErrors[409] => fakeError(options);
+
 export const fakeCreateSessionTemplateResponse413 = (options?: Options): CreateSessionTemplateErrors[413] => fakeError(options);
 
 export const fakeCreateSessionTemplateResponse415 = (options?: Options): CreateSessionTemplateErrors[415] => fakeError(options);
+
+export const fakeCreateSessionTemplateResponse422 = (options?: Options): CreateSessionTemplateErrors[422] => fakeError(options);
 
 export const fakeCreateSessionTemplateResponse500 = (options?: Options): CreateSessionTemplateErrors[500] => fakeError(options);
 
@@ -3177,6 +3258,9 @@ export const fakeCreateSessionTemplateProviderRequest = (options?: Options): Omi
     const f = options?.faker ?? faker;
     return {
         body: fakeSessionTemplateProviderCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             session_template_id: f.string.sample()
         }
@@ -3191,9 +3275,13 @@ export const fakeCreateSessionTemplateProviderResponse401 = (options?: Options):
 
 export const fakeCreateSessionTemplateProviderResponse404 = (options?: Options): CreateSessionTemplateProviderErrors[404] => fakeError(options);
 
+export const fakeCreateSessionTemplateProviderResponse409 = (options?: Options): CreateSessionTemplateProviderErrors[409] => fakeError(options);
+
 export const fakeCreateSessionTemplateProviderResponse413 = (options?: Options): CreateSessionTemplateProviderErrors[413] => fakeError(options);
 
 export const fakeCreateSessionTemplateProviderResponse415 = (options?: Options): CreateSessionTemplateProviderErrors[415] => fakeError(options);
+
+export const fakeCreateSessionTemplateProviderResponse422 = (options?: Options): CreateSessionTemplateProviderErrors[422] => fakeError(options);
 
 export const fakeCreateSessionTemplateProviderResponse500 = (options?: Options): CreateSessionTemplateProviderErrors[500] => fakeError(options);
 
@@ -3303,9 +3391,15 @@ export const fakeListProviderDeploymentsResponse501 = (options?: Options): ListP
 
 export const fakeListProviderDeploymentsResponse503 = (options?: Options): ListProviderDeploymentsErrors[503] => fakeError(options);
 
-export const fakeCreateProviderDeploymentRequest = (options?: Options): Omit<CreateProviderDeploymentData, 'url'> => ({
-    body: fakeProviderDeploymentCreate(options)
-});
+export const fakeCreateProviderDeploymentRequest = (options?: Options): Omit<CreateProviderDeploymentData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        body: fakeProviderDeploymentCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        }
+    };
+};
 
 export const fakeCreateProviderDeploymentResponse201 = (options?: Options): CreateProviderDeploymentResponses[201] => fakeProviderDeployment(options);
 
@@ -3320,6 +3414,8 @@ export const fakeCreateProviderDeploymentResponse409 = (options?: Options): Crea
 export const fakeCreateProviderDeploymentResponse413 = (options?: Options): CreateProviderDeploymentErrors[413] => fakeError(options);
 
 export const fakeCreateProviderDeploymentResponse415 = (options?: Options): CreateProviderDeploymentErrors[415] => fakeError(options);
+
+export const fakeCreateProviderDeploymentResponse422 = (options?: Options): CreateProviderDeploymentErrors[422] => fakeError(options);
 
 export const fakeCreateProviderDeploymentResponse500 = (options?: Options): CreateProviderDeploymentErrors[500] => fakeError(options);
 
@@ -3433,6 +3529,9 @@ export const fakeCreateProviderConfigRequest = (options?: Options): Omit<CreateP
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderConfigCreateWritable(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_deployment_id: f.string.sample()
         }
@@ -3452,6 +3551,8 @@ export const fakeCreateProviderConfigResponse409 = (options?: Options): CreatePr
 export const fakeCreateProviderConfigResponse413 = (options?: Options): CreateProviderConfigErrors[413] => fakeError(options);
 
 export const fakeCreateProviderConfigResponse415 = (options?: Options): CreateProviderConfigErrors[415] => fakeError(options);
+
+export const fakeCreateProviderConfigResponse422 = (options?: Options): CreateProviderConfigErrors[422] => fakeError(options);
 
 export const fakeCreateProviderConfigResponse500 = (options?: Options): CreateProviderConfigErrors[500] => fakeError(options);
 
@@ -3591,6 +3692,9 @@ export const fakeCreateProviderConfigVaultRequest = (options?: Options): Omit<Cr
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderConfigVaultCreateWritable(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_deployment_id: f.string.sample()
         }
@@ -3605,9 +3709,13 @@ export const fakeCreateProviderConfigVaultResponse401 = (options?: Options): Cre
 
 export const fakeCreateProviderConfigVaultResponse404 = (options?: Options): CreateProviderConfigVaultErrors[404] => fakeError(options);
 
+export const fakeCreateProviderConfigVaultResponse409 = (options?: Options): CreateProviderConfigVaultErrors[409] => fakeError(options);
+
 export const fakeCreateProviderConfigVaultResponse413 = (options?: Options): CreateProviderConfigVaultErrors[413] => fakeError(options);
 
 export const fakeCreateProviderConfigVaultResponse415 = (options?: Options): CreateProviderConfigVaultErrors[415] => fakeError(options);
+
+export const fakeCreateProviderConfigVaultResponse422 = (options?: Options): CreateProviderConfigVaultErrors[422] => fakeError(options);
 
 export const fakeCreateProviderConfigVaultResponse500 = (options?: Options): CreateProviderConfigVaultErrors[500] => fakeError(options);
 
@@ -3730,6 +3838,9 @@ export const fakeCreateProviderSetupSessionRequest = (options?: Options): Omit<C
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderSetupSessionCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_deployment_id: f.string.sample()
         }
@@ -3744,9 +3855,13 @@ export const fakeCreateProviderSetupSessionResponse401 = (options?: Options): Cr
 
 export const fakeCreateProviderSetupSessionResponse404 = (options?: Options): CreateProviderSetupSessionErrors[404] => fakeError(options);
 
+export const fakeCreateProviderSetupSessionResponse409 = (options?: Options): CreateProviderSetupSessionErrors[409] => fakeError(options);
+
 export const fakeCreateProviderSetupSessionResponse413 = (options?: Options): CreateProviderSetupSessionErrors[413] => fakeError(options);
 
 export const fakeCreateProviderSetupSessionResponse415 = (options?: Options): CreateProviderSetupSessionErrors[415] => fakeError(options);
+
+export const fakeCreateProviderSetupSessionResponse422 = (options?: Options): CreateProviderSetupSessionErrors[422] => fakeError(options);
 
 export const fakeCreateProviderSetupSessionResponse500 = (options?: Options): CreateProviderSetupSessionErrors[500] => fakeError(options);
 
@@ -3863,6 +3978,9 @@ export const fakeCreateProviderAuthConfigRequest = (options?: Options): Omit<Cre
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderAuthConfigCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_deployment_id: f.string.sample()
         }
@@ -3877,9 +3995,13 @@ export const fakeCreateProviderAuthConfigResponse401 = (options?: Options): Crea
 
 export const fakeCreateProviderAuthConfigResponse404 = (options?: Options): CreateProviderAuthConfigErrors[404] => fakeError(options);
 
+export const fakeCreateProviderAuthConfigResponse409 = (options?: Options): CreateProviderAuthConfigErrors[409] => fakeError(options);
+
 export const fakeCreateProviderAuthConfigResponse413 = (options?: Options): CreateProviderAuthConfigErrors[413] => fakeError(options);
 
 export const fakeCreateProviderAuthConfigResponse415 = (options?: Options): CreateProviderAuthConfigErrors[415] => fakeError(options);
+
+export const fakeCreateProviderAuthConfigResponse422 = (options?: Options): CreateProviderAuthConfigErrors[422] => fakeError(options);
 
 export const fakeCreateProviderAuthConfigResponse500 = (options?: Options): CreateProviderAuthConfigErrors[500] => fakeError(options);
 
@@ -3997,6 +4119,9 @@ export const fakeCreateProviderAuthExportRequest = (options?: Options): Omit<Cre
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderAuthExportCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_deployment_id: f.string.sample(),
             provider_auth_config_id: f.string.sample()
@@ -4017,6 +4142,8 @@ export const fakeCreateProviderAuthExportResponse409 = (options?: Options): Crea
 export const fakeCreateProviderAuthExportResponse413 = (options?: Options): CreateProviderAuthExportErrors[413] => fakeError(options);
 
 export const fakeCreateProviderAuthExportResponse415 = (options?: Options): CreateProviderAuthExportErrors[415] => fakeError(options);
+
+export const fakeCreateProviderAuthExportResponse422 = (options?: Options): CreateProviderAuthExportErrors[422] => fakeError(options);
 
 export const fakeCreateProviderAuthExportResponse500 = (options?: Options): CreateProviderAuthExportErrors[500] => fakeError(options);
 
@@ -4082,6 +4209,9 @@ export const fakeCreateProviderAuthImportRequest = (options?: Options): Omit<Cre
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderAuthImportCreateWritable(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_deployment_id: f.string.sample(),
             provider_auth_config_id: f.string.sample()
@@ -4097,9 +4227,13 @@ export const fakeCreateProviderAuthImportResponse401 = (options?: Options): Crea
 
 export const fakeCreateProviderAuthImportResponse404 = (options?: Options): CreateProviderAuthImportErrors[404] => fakeError(options);
 
+export const fakeCreateProviderAuthImportResponse409 = (options?: Options): CreateProviderAuthImportErrors[409] => fakeError(options);
+
 export const fakeCreateProviderAuthImportResponse413 = (options?: Options): CreateProviderAuthImportErrors[413] => fakeError(options);
 
 export const fakeCreateProviderAuthImportResponse415 = (options?: Options): CreateProviderAuthImportErrors[415] => fakeError(options);
+
+export const fakeCreateProviderAuthImportResponse422 = (options?: Options): CreateProviderAuthImportErrors[422] => fakeError(options);
 
 export const fakeCreateProviderAuthImportResponse500 = (options?: Options): CreateProviderAuthImportErrors[500] => fakeError(options);
 
@@ -4318,9 +4452,15 @@ export const fakeListProviderGroupsResponse501 = (options?: Options): ListProvid
 
 export const fakeListProviderGroupsResponse503 = (options?: Options): ListProviderGroupsErrors[503] => fakeError(options);
 
-export const fakeCreateProviderGroupRequest = (options?: Options): Omit<CreateProviderGroupData, 'url'> => ({
-    body: fakeProviderGroupCreate(options)
-});
+export const fakeCreateProviderGroupRequest = (options?: Options): Omit<CreateProviderGroupData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        body: fakeProviderGroupCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        }
+    };
+};
 
 export const fakeCreateProviderGroupResponse201 = (options?: Options): CreateProviderGroupResponses[201] => fakeProviderGroup(options);
 
@@ -4328,9 +4468,13 @@ export const fakeCreateProviderGroupResponse400 = (options?: Options): CreatePro
 
 export const fakeCreateProviderGroupResponse401 = (options?: Options): CreateProviderGroupErrors[401] => fakeError(options);
 
+export const fakeCreateProviderGroupResponse409 = (options?: Options): CreateProviderGroupErrors[409] => fakeError(options);
+
 export const fakeCreateProviderGroupResponse413 = (options?: Options): CreateProviderGroupErrors[413] => fakeError(options);
 
 export const fakeCreateProviderGroupResponse415 = (options?: Options): CreateProviderGroupErrors[415] => fakeError(options);
+
+export const fakeCreateProviderGroupResponse422 = (options?: Options): CreateProviderGroupErrors[422] => fakeError(options);
 
 export const fakeCreateProviderGroupResponse500 = (options?: Options): CreateProviderGroupErrors[500] => fakeError(options);
 
@@ -4391,6 +4535,9 @@ export const fakeAddProviderGroupListingRequest = (options?: Options): Omit<AddP
     const f = options?.faker ?? faker;
     return {
         body: fakeProviderGroupListingAdd(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             provider_group_id: f.string.sample()
         }
@@ -4410,6 +4557,8 @@ export const fakeAddProviderGroupListingResponse409 = (options?: Options): AddPr
 export const fakeAddProviderGroupListingResponse413 = (options?: Options): AddProviderGroupListingErrors[413] => fakeError(options);
 
 export const fakeAddProviderGroupListingResponse415 = (options?: Options): AddProviderGroupListingErrors[415] => fakeError(options);
+
+export const fakeAddProviderGroupListingResponse422 = (options?: Options): AddProviderGroupListingErrors[422] => fakeError(options);
 
 export const fakeAddProviderGroupListingResponse500 = (options?: Options): AddProviderGroupListingErrors[500] => fakeError(options);
 
@@ -4464,9 +4613,15 @@ export const fakeListPortalsResponse501 = (options?: Options): ListPortalsErrors
 
 export const fakeListPortalsResponse503 = (options?: Options): ListPortalsErrors[503] => fakeError(options);
 
-export const fakeCreatePortalRequest = (options?: Options): Omit<CreatePortalData, 'url'> => ({
-    body: fakePortalCreate(options)
-});
+export const fakeCreatePortalRequest = (options?: Options): Omit<CreatePortalData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        body: fakePortalCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        }
+    };
+};
 
 export const fakeCreatePortalResponse201 = (options?: Options): CreatePortalResponses[201] => fakePortal(options);
 
@@ -4474,9 +4629,13 @@ export const fakeCreatePortalResponse400 = (options?: Options): CreatePortalErro
 
 export const fakeCreatePortalResponse401 = (options?: Options): CreatePortalErrors[401] => fakeError(options);
 
+export const fakeCreatePortalResponse409 = (options?: Options): CreatePortalErrors[409] => fakeError(options);
+
 export const fakeCreatePortalResponse413 = (options?: Options): CreatePortalErrors[413] => fakeError(options);
 
 export const fakeCreatePortalResponse415 = (options?: Options): CreatePortalErrors[415] => fakeError(options);
+
+export const fakeCreatePortalResponse422 = (options?: Options): CreatePortalErrors[422] => fakeError(options);
 
 export const fakeCreatePortalResponse500 = (options?: Options): CreatePortalErrors[500] => fakeError(options);
 
@@ -4591,6 +4750,9 @@ export const fakeCreatePortalConsumerAccessRequest = (options?: Options): Omit<C
     const f = options?.faker ?? faker;
     return {
         body: fakePortalConsumerAccessCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
         path: {
             portal_id: f.string.sample()
         }
@@ -4610,6 +4772,8 @@ export const fakeCreatePortalConsumerAccessResponse409 = (options?: Options): Cr
 export const fakeCreatePortalConsumerAccessResponse413 = (options?: Options): CreatePortalConsumerAccessErrors[413] => fakeError(options);
 
 export const fakeCreatePortalConsumerAccessResponse415 = (options?: Options): CreatePortalConsumerAccessErrors[415] => fakeError(options);
+
+export const fakeCreatePortalConsumerAccessResponse422 = (options?: Options): CreatePortalConsumerAccessErrors[422] => fakeError(options);
 
 export const fakeCreatePortalConsumerAccessResponse500 = (options?: Options): CreatePortalConsumerAccessErrors[500] => fakeError(options);
 
