@@ -8,10 +8,11 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   SERVER_INFO_META_KEY,
-  Server,
+  type Server,
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { Logger } from "pino";
+import { TracedServer } from "../observability/tracing.ts";
 import {
   LISTS,
   type ListMethod,
@@ -70,7 +71,7 @@ export async function sessionMcpServer(
   options: { instructions?: boolean } = {},
 ): Promise<Server> {
   const instructions = options.instructions ? await mergedInstructions(gateway, await session()) : BASE_INSTRUCTIONS;
-  const server = new Server(GATEWAY_INFO, {
+  const server = new TracedServer(GATEWAY_INFO, {
     capabilities: {
       tools: { listChanged: true },
       prompts: { listChanged: true },

@@ -13,6 +13,7 @@ import {
   type StandardSchemaV1,
 } from "@modelcontextprotocol/client";
 import { newId } from "../lib/ids.ts";
+import { upstreamConnection } from "../observability/metrics.ts";
 import { createClient, createTransport, type UpstreamTarget } from "./connect.ts";
 
 /** Why an upstream request produced no result; the codes are the tool call `error.code` values. */
@@ -282,10 +283,12 @@ export class Upstream {
       deadline.removeEventListener("abort", abort);
     }
     this.runId = newId("prn");
+    upstreamConnection(this, true);
     return client;
   }
 
   private reset(): void {
+    upstreamConnection(this, false);
     this.generation++;
     this.client = null;
     this.lists.clear();
