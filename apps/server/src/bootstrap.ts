@@ -5,10 +5,7 @@ import type { Config } from "./config.ts";
 import { type DatabaseHandle, openDatabase } from "./db/database.ts";
 import { migrate } from "./db/migrate.ts";
 
-/**
- * Opens the configured database, applies pending migrations and loads the catalog if it changed. Each migration
- * applied is logged once the transaction that applied them all has committed.
- */
+/** Opens the configured database, applies pending migrations (logging each) and loads the catalog if it changed. */
 export async function openMigratedDatabase(
   config: Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "catalogDirs">>,
   logger?: Logger,
@@ -17,11 +14,7 @@ export async function openMigratedDatabase(
     config.databaseUrl ? { kind: "postgres", url: config.databaseUrl } : { kind: "pglite", dataDir: config.dataDir },
   );
   try {
-    const startedAt = performance.now();
-    const migrated = await migrate(handle.db);
-    const ms = Math.round(performance.now() - startedAt);
-    for (const migration of migrated) logger?.info({ migration }, "applied migration");
-    if (migrated.length > 0) logger?.info({ migrations: migrated.length, ms }, "database migrated");
+    const migrated = await migrate(handle.db, undefined, logger);
     // A migration may reshape catalog rows, so the catalog is reloaded after one even when its files are unchanged.
     await syncCatalog(handle.db, config.catalogDirs ?? [BUILTIN_CATALOG_DIR], migrated.length > 0);
   } catch (err) {
