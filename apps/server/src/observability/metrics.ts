@@ -90,7 +90,8 @@ export const httpMetrics: RequestHandler = (req, res, next) => {
     get: () => matched,
     set: (value: { path?: unknown } | undefined) => {
       matched = value;
-      if (typeof value?.path === "string") route = `${req.baseUrl}${value.path}` || "/";
+      // A resource's collection route is `/` under its mount path: `/sessions/` is reported as `/sessions`.
+      if (typeof value?.path === "string") route = `${req.baseUrl}${value.path}`.replace(/(.)\/$/, "$1");
     },
   });
   res.once("close", () => {

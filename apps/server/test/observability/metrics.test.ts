@@ -65,8 +65,8 @@ afterAll(async () => {
 
 describe("GET /metrics", () => {
   it("counts API requests under their route template, and gateway tool calls, errors and connections per provider", async () => {
-    const read = await t.fetch(`/sessions/${session.id}`);
-    expect(read.status).toBe(200);
+    expect((await t.fetch(`/sessions/${session.id}`)).status).toBe(200);
+    expect((await t.fetch("/sessions")).status).toBe(200);
     expect(firstText(await mcp.callTool({ name: "echo", arguments: { message: "hi" } }))).toBe("upstream: hi");
     await expect(mcp.callTool({ name: "fail" })).rejects.toThrow();
 
@@ -77,6 +77,7 @@ describe("GET /metrics", () => {
     expect(text).not.toContain(session.id);
     const route = { method: "GET", route: "/sessions/:session_id", status_code: "200" };
     expect(sample(text, "http_request_duration_seconds_count", route)).toBe(1);
+    expect(sample(text, "http_request_duration_seconds_count", { method: "GET", route: "/sessions" })).toBe(1);
     expect(
       sample(text, "http_request_duration_seconds_count", { method: "POST", route: "/mcp/:sessionId" }),
     ).toBeGreaterThan(0);
