@@ -6,6 +6,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { DeployJobRunner } from "../../src/custom-providers/job-runner.ts";
 import { listMigrations, migrate } from "../../src/db/migrate.ts";
+import { UpstreamCredentials } from "../../src/oauth/upstream-credentials.ts";
 import { SecretBox } from "../../src/secrets/secret-box.ts";
 import {
   closedPortUrl,
@@ -15,9 +16,9 @@ import {
   startMcpUpstream,
   waitForDeployment,
 } from "../custom-providers/support.ts";
-import { deploymentWithApp, followFlow, useOAuthSetup } from "../oauth/support.ts";
+import { deploymentWithApp, followFlow, redirectQuery, useOAuthSetup } from "../oauth/support.ts";
 
-const { t, provider } = useOAuthSetup();
+const { t, oauth, provider } = useOAuthSetup();
 
 type Line = Record<string, unknown>;
 const parse = (text: string): Line[] =>
@@ -63,6 +64,30 @@ describe("log lines", () => {
       reason: "The user denied consent (access_denied).",
     });
     expect(t.logs()).not.toContain(app.clientSecret);
+  });
+
+  it("logs a token refresh the provider refused, without the refresh token", async () => {
+    const app = await deploymentWithApp(t.client, provider.providerId);
+    const setup = await unwrap(
+      t.client.POST("/provider-deployments/{provider_deployment_id}/oauth-setups", {
+        params: { path: { provider_deployment_id: app.deploymentId } },
+        body: { name: "Expiring", config: {}, redirect_url: "https://app.example.test/done" },
+      }),
+    );
+    oauth.expireNextTokenIn(10);
+    const flow = await followFlow(setup.url ?? "");
+    const authConfigId = redirectQuery(flow.callback).provider_auth_config_id ?? "";
+    oauth.failNextToken(400, "invalid_grant");
+    // As the gateway obtains credentials before an upstream call.
+    const credentials = new UpstreamCredentials({ db: t.db, secrets: t.secrets });
+    await expect(credentials.credentialFor(t.tenant.instanceId, authConfigId)).rejects.toThrow();
+
+    expect(parse(t.logs()).find((l) => l.msg === "OAuth token refresh failed")).toMatchObject({
+      authConfigId,
+      status: "refresh_failed",
+      reason: "The provider's token endpoint answered 400 (invalid_grant).",
+    });
+    expect(t.logs()).not.toContain(String(oauth.issued.at(-1)?.refresh_token));
   });
 
   it("logs a deployment's start and success, and a failed one with its code", async () => {
