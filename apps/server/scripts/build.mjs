@@ -1,9 +1,9 @@
 // Builds the server into one ES module, dist/main.mjs, so production starts run plain JavaScript: under tsx, Node
 // loaded ~1,000 modules through a TypeScript loader thread on every start (figure 7 of BENCHMARKS.md).
-// Everything is bundled except PGlite (it loads its WebAssembly and data files next to its own module) and pg's
-// optional native binding. Our sources locate files relative to themselves (migrations, the catalog, packages
-// resolved with createRequire), so their `import.meta.url` is replaced by their own file's URL: the bundle then
-// finds those files where they are in the checkout it was built from.
+// Everything is bundled except PGlite (it loads its WebAssembly and data files next to its own module), pg's
+// optional native binding and the OpenTelemetry SDK. Our sources locate files relative to themselves (migrations,
+// the catalog, packages resolved with createRequire), so their `import.meta.url` is replaced by their own file's
+// URL: the bundle then finds those files where they are in the checkout it was built from.
 import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -37,7 +37,9 @@ await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  external: ["@electric-sql/pglite", "pg-native"],
+  // The OpenTelemetry SDK is imported only when tracing is configured: left out of the bundle, it costs nothing to
+  // parse otherwise.
+  external: ["@electric-sql/pglite", "pg-native", "@opentelemetry/sdk-node"],
   plugins: [ownSourceUrls],
   // Bundled CommonJS dependencies call require() for Node's built-ins. (pino's __dirname is only read for worker
   // transports, which the server does not use.)

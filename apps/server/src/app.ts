@@ -11,6 +11,8 @@ import { requestLogger } from "./http/logging.ts";
 import { portalPageRouter } from "./http/portal-page.ts";
 import { mcpGatewayRouter } from "./mcp/router.ts";
 import { oauthPageRouter } from "./oauth/pages.ts";
+import { logGatewayTo } from "./observability/gateway.ts";
+import { httpMetrics, metricsEndpoint } from "./observability/metrics.ts";
 import { createHandlers } from "./resources/index.ts";
 import type { SecretBox } from "./secrets/secret-box.ts";
 
@@ -33,6 +35,8 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
   app.set("etag", false);
   app.set("query parser", false);
   app.use(requestLogger(deps.logger));
+  app.use(httpMetrics);
+  logGatewayTo(deps.logger);
 
   app.get("/health", (_req, res) => {
     res.json({ status: "ok" });
@@ -42,6 +46,7 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
     if (!ready) res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
   });
+  app.get("/metrics", metricsEndpoint(process.env.TOOLPLANE_METRICS_TOKEN || undefined));
   app.use(docsRouter(deps.spec));
   app.use(portalPageRouter(deps.db));
   app.use(mcpGatewayRouter(deps));

@@ -9,6 +9,8 @@ import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
 import { createHttpServer } from "./http/server.ts";
 import { callLeaseMs, callsInFlight, failExpiredCalls } from "./mcp/gateway.ts";
+import { observeDatabasePool } from "./observability/metrics.ts";
+import { startTracing, stopTracing } from "./observability/tracing.ts";
 import { upstreams } from "./runtimes/pool.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 import { bundledSpec } from "./spec.ts";
@@ -40,7 +42,10 @@ const secrets = (() => {
     return startupFailed(err);
   }
 })();
-const database = await openMigratedDatabase(config).catch(startupFailed);
+// OpenTelemetry (off unless OTEL_TRACES_EXPORTER or an OTLP endpoint is set); a bad OTEL_* value stops the start.
+if (await startTracing().catch(startupFailed)) logger.info("OpenTelemetry tracing started");
+const database = await openMigratedDatabase(config, logger).catch(startupFailed);
+observeDatabasePool(database.pool);
 const firstKey = await ensureFirstInstance(database).catch(startupFailed);
 
 const app = createApp({
@@ -138,6 +143,7 @@ async function shutdown(signal: string) {
   await registrySync?.stop();
   await deployJobs.stop();
   await database.close();
+  await stopTracing().catch((err: unknown) => logger.warn({ err }, "could not export the last spans"));
   logger.info("stopped");
   process.exit(0);
 }

@@ -162,6 +162,8 @@ export class DeployJobRunner {
 
   private async deploy(claim: Claim, signal: AbortSignal): Promise<void> {
     const { db, logger } = this.options;
+    const startedAt = performance.now();
+    logger?.info({ versionId: claim.versionId, attempt: claim.attempts }, "deployment started");
     let outcome: Outcome;
     try {
       const version = await db
@@ -208,7 +210,16 @@ export class DeployJobRunner {
       await this.finish(claim, outcome);
     } catch (error) {
       logger?.error({ err: error, versionId: claim.versionId }, "could not record a deployment's outcome");
+      return;
     }
+    const ms = Math.round(performance.now() - startedAt);
+    if (outcome.ok)
+      logger?.info({ versionId: claim.versionId, ms, tools: outcome.tools.length }, "deployment succeeded");
+    else
+      logger?.warn(
+        { versionId: claim.versionId, ms, code: outcome.error.code, reason: outcome.error.message },
+        "deployment failed",
+      );
   }
 
   private async finish(claim: Claim, outcome: Outcome): Promise<void> {

@@ -11,6 +11,8 @@ export type Db = Kysely<Database>;
 export interface DatabaseHandle {
   db: Db;
   kind: "pglite" | "postgres";
+  /** The connection pool behind `db` (PGlite's has its one connection): its counts are exported as metrics. */
+  pool: pg.Pool;
   close(): Promise<void>;
 }
 
@@ -112,7 +114,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
     // has already discarded it and the next query opens a new one. Unhandled, it would crash the process.
     pool.on("error", () => {});
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, kind: "postgres", close: () => db.destroy() };
+    return { db, kind: "postgres", pool, close: () => db.destroy() };
   }
   let pglite: PGlite;
   let unlock = () => {};
@@ -135,6 +137,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
   return {
     db,
     kind: "pglite",
+    pool,
     close: async () => {
       await db.destroy();
       if (!pglite.closed) await pglite.close();

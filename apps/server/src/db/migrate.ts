@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sql } from "kysely";
+import type { Logger } from "pino";
 import type { Db } from "./database.ts";
 
 const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
@@ -23,10 +24,11 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
 /**
  * Applies the versioned SQL files not applied yet, in order, in one transaction: all or none. Statements are
  * run one by one (PGlite's extended protocol takes one statement at a time), so each ends with `;` at the end
- * of a line.
+ * of a line. Each file applied is logged once the transaction has committed (before, it might still roll back).
  */
-export async function migrate(db: Db, migrations = listMigrations()): Promise<string[]> {
-  return db.transaction().execute(async (trx) => {
+export async function migrate(db: Db, migrations = listMigrations(), logger?: Logger): Promise<string[]> {
+  const took = new Map<string, number>();
+  const ran = await db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(trx);
     await sql`create table if not exists schema_migrations (
       version text primary key,
@@ -37,12 +39,16 @@ export async function migrate(db: Db, migrations = listMigrations()): Promise<st
     const ran: string[] = [];
     for (const m of migrations) {
       if (applied.has(m.version)) continue;
+      const startedAt = performance.now();
       for (const statement of splitStatements(m.sql)) await sql.raw(statement).execute(trx);
       await sql`insert into schema_migrations (version) values (${m.version})`.execute(trx);
       ran.push(m.version);
+      took.set(m.version, Math.round(performance.now() - startedAt));
     }
     return ran;
   });
+  for (const migration of ran) logger?.info({ migration, ms: took.get(migration) }, "applied migration");
+  return ran;
 }
 
 export function splitStatements(script: string): string[] {

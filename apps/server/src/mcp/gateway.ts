@@ -6,6 +6,9 @@ import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
 import { storableJson } from "../lib/storable-json.ts";
 import { UpstreamCredentials } from "../oauth/upstream-credentials.ts";
+import { toolCallFinished } from "../observability/gateway.ts";
+import { labelUpstream } from "../observability/metrics.ts";
+import { traceUpstreamRequest } from "../observability/tracing.ts";
 import type { UpstreamTarget } from "../runtimes/connect.ts";
 import {
   type ListMethod,
@@ -370,13 +373,15 @@ export class Gateway {
     options: CallOptions = {},
   ): Promise<Item> {
     return this.withCaller(provider, options, () =>
-      upstream.request(method, params, {
-        timeoutMs: options.untilDone ? this.maxMs : this.timeoutMs,
-        maxTotalMs: this.maxMs,
-        ...(options.signal ? { signal: options.signal } : {}),
-        // Progress is always asked for: it is what lets a long call outlive the upstream timeout.
-        onprogress: options.onprogress ?? (() => undefined),
-      }),
+      traceUpstreamRequest(provider.providerSlug, method, params, (traced) =>
+        upstream.request(method, traced, {
+          timeoutMs: options.untilDone ? this.maxMs : this.timeoutMs,
+          maxTotalMs: this.maxMs,
+          ...(options.signal ? { signal: options.signal } : {}),
+          // Progress is always asked for: it is what lets a long call outlive the upstream timeout.
+          onprogress: options.onprogress ?? (() => undefined),
+        }),
+      ),
     );
   }
 
@@ -406,6 +411,7 @@ export class Gateway {
     origin: CallOrigin,
     options: CallOptions = {},
   ): Promise<CallOutcome | null> {
+    const startedAt = performance.now();
     const found = await this.find(session, "tools/list", key, options);
     if (!found) return null;
     // A provider that could not be reached to find the tool: the call is recorded as failed, naming the provider.
@@ -461,7 +467,9 @@ export class Gateway {
       failure = asFailure(error);
     }
     try {
-      return await this.complete(id, recorded, upstream, result, failure);
+      const outcome = await this.complete(id, recorded, upstream, result, failure);
+      toolCallFinished(provider, outcome, startedAt);
+      return outcome;
     } finally {
       running.finish();
     }
@@ -537,6 +545,7 @@ export class Gateway {
     const capabilities = relayedCapabilities(downstream.capabilities);
     const owner = capabilities.roots ? (downstream.connectionId ?? null) : null;
     const upstream = this.pool.get(provider.sessionProviderId, target, capabilities, owner);
+    labelUpstream(upstream, provider.providerSlug);
     downstream.watch?.(provider, upstream);
     return upstream;
   }

@@ -11,11 +11,12 @@ import {
   RELATED_TASK_META_KEY,
   type Result,
   SERVER_INFO_META_KEY,
-  Server,
+  type Server,
   type ServerCapabilities,
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { Logger } from "pino";
+import { TracedServer } from "../observability/tracing.ts";
 import {
   LISTS,
   type ListMethod,
@@ -59,7 +60,7 @@ const ENVELOPE_KEYS = new Set([
  * The SDK's server checks every tools/call result against CallToolResult, which has no room for the result of a
  * task-augmented call (`{ task }`, MCP 2025-11-25): that one is passed on as the upstream gave it.
  */
-class GatewayServer extends Server {
+class GatewayServer extends TracedServer {
   protected override _wrapHandler(
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,

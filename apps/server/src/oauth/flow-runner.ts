@@ -1,5 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import { ApiError } from "@toolplane/server-stubs";
+import type { Logger } from "pino";
 import type { Db } from "../db/database.ts";
 import type { CredentialData, JsonObject, OAuthFlowStatus, Row } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
@@ -70,6 +71,8 @@ export interface FlowRunnerDeps {
   secrets: SecretBox;
   publicUrl: string;
   fetch?: Fetch;
+  /** Where each flow's outcome (completed, failed, expired) is logged. */
+  logger?: Logger;
 }
 
 /**
@@ -307,6 +310,8 @@ export class OAuthFlowRunner {
           .where("id", "=", row.id)
           .where("status", "in", UNFINISHED);
     await query.execute();
+    // The reason is the one shown to the user and stored on the flow: it never quotes a secret.
+    this.deps.logger?.warn({ flowId: row.id, kind: row.kind, code, reason }, `OAuth setup ${status}`);
     return this.outcome(row, { status: "failed", error: code, error_description: reason });
   }
 
@@ -372,6 +377,10 @@ export class OAuthFlowRunner {
         throw err;
       });
     if (!finished) return alreadyUsed;
+    this.deps.logger?.info(
+      { flowId: row.id, kind: row.kind, providerAuthConfigId: authConfigId, type: data.kind },
+      "OAuth setup completed",
+    );
     return this.outcome(row, { status: "completed", provider_auth_config_id: authConfigId });
   }
 

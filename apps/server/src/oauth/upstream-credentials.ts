@@ -1,6 +1,7 @@
 import { ApiError } from "@toolplane/server-stubs";
 import type { Db } from "../db/database.ts";
 import type { CredentialData, JsonObject, Row } from "../db/schema.ts";
+import { gatewayLog } from "../observability/gateway.ts";
 import { openCredential, sealCredential } from "../resources/provider-auth-configs/credential-data.ts";
 import { clientSecretAad } from "../resources/provider-auth-credentials/service.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
@@ -145,6 +146,7 @@ export class UpstreamCredentials {
       return { ok: toCredential(fresh) };
     });
     if ("ok" in result) return result.ok;
+    gatewayLog()?.warn({ authConfigId, status: result.failed, reason: result.reason }, "OAuth token refresh failed");
     throw new ApiError(
       result.failed === "expired" ? "conflict" : "bad_gateway",
       `The access token of auth config ${authConfigId} could not be refreshed: ${result.reason}`,

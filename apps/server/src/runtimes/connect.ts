@@ -9,6 +9,7 @@ import {
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { Runtime } from "../db/schema.ts";
+import { tracedFetch } from "../observability/tracing.ts";
 import { runnerEnv } from "./runner.ts";
 
 /** Everything needed to open one upstream connection: the runtime plus the per-provider headers, query and env. */
@@ -57,8 +58,8 @@ export function createTransport(target: UpstreamTarget, stderr: "ignore" | "pipe
   // Both transports send requestInit's headers on every request, the SSE stream's GET included.
   const requestInit = { headers: target.headers };
   return runtime.protocol === "sse"
-    ? new SSEClientTransport(url, { requestInit })
-    : new StreamableHTTPClientTransport(url, { requestInit });
+    ? new SSEClientTransport(url, { requestInit, fetch: tracedFetch })
+    : new StreamableHTTPClientTransport(url, { requestInit, fetch: tracedFetch });
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   type SubscriptionFilter,
 } from "@modelcontextprotocol/client";
 import { newId } from "../lib/ids.ts";
+import { upstreamConnection } from "../observability/metrics.ts";
 import { createClient, createTransport, type UpstreamTarget } from "./connect.ts";
 
 /** Why an upstream request produced no result; the codes are the tool call `error.code` values. */
@@ -358,6 +359,7 @@ export class Upstream {
       deadline.removeEventListener("abort", abort);
     }
     this.runId = newId("prn");
+    upstreamConnection(this, true);
     // What this connection listens to: a modern server's listen stream; a 2025 server that restarted forgot the
     // subscriptions of the connection it replaces.
     if (client.getProtocolEra() === "modern") void this.relisten(client, generation).catch(() => undefined);
@@ -370,6 +372,7 @@ export class Upstream {
   }
 
   private reset(): void {
+    upstreamConnection(this, false);
     this.generation++;
     this.client = null;
     this.lists.clear();
