@@ -1,7 +1,7 @@
 // The build as an operator gets it: `scripts/build.mjs` into a scratch directory, copied to another one outside the
 // checkout (so nothing can lean on where it was built), and its processes started from there with node.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,4 +68,16 @@ export async function runNode(file: string, args: string[], cwd: string, env: No
     const e = err as { code?: unknown; stdout?: string; stderr?: string };
     return { code: typeof e.code === "number" ? e.code : 1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
   }
+}
+
+/** nginx from Debian, installed when missing (as scripts/postgres-cluster.mjs does for PostgreSQL; needs root). */
+export function ensureNginx(): void {
+  if (existsSync("/usr/sbin/nginx")) return;
+  if (process.getuid?.() !== 0)
+    throw new Error("nginx is not installed and installing it needs root (apt-get install nginx)");
+  execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
+  execFileSync("apt-get", ["install", "-y", "-qq", "nginx"], {
+    stdio: "inherit",
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
 }
