@@ -11,8 +11,8 @@
 //                                   WebAssembly and data files next to its own module), the bundled spec, Redoc's
 //                                   page script, and server-everything (the built-in catalog's stdio provider),
 //                                   bundled into one file
-import { cpSync, mkdirSync, realpathSync, statSync, writeFileSync } from "node:fs";
-import { readFile, rm } from "node:fs/promises";
+import { cpSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { readFile, rename, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,7 +22,10 @@ import { build } from "esbuild";
 const serverDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const repoRoot = join(serverDir, "../..");
 const { values } = parseArgs({ options: { outdir: { type: "string" } } });
-const outdir = resolve(values.outdir ?? join(serverDir, "dist"));
+const target = resolve(values.outdir ?? join(serverDir, "dist"));
+// Built beside the target and renamed into place at the end: a server started from the target (a test, a service)
+// while another build runs never sees a half-written directory.
+const outdir = `${target}.${process.pid}.tmp`;
 const requireFromServer = createRequire(join(serverDir, "package.json"));
 
 // Bundled CommonJS dependencies call require() for Node's built-ins. (pino's __dirname is only read for worker
@@ -72,62 +75,68 @@ function copyPackage(name, files) {
 }
 
 const started = performance.now();
-await rm(outdir, { recursive: true, force: true });
-await build({
-  entryPoints: { main: join(serverDir, "src/main.ts"), cli: join(serverDir, "src/cli.ts") },
-  outdir,
-  outExtension: { ".js": ".mjs" },
-  chunkNames: "chunk-[hash]",
-  splitting: true,
-  bundle: true,
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  external: ["@electric-sql/pglite", "pg-native"],
-  plugins: [ownAssetUrls],
-  banner: { js: requireShim },
-  sourcemap: "linked",
-  legalComments: "linked",
-  logLevel: "warning",
-});
-for (const [name, source] of assets) cpSync(source, join(outdir, name), { recursive: statSync(source).isDirectory() });
+try {
+  await build({
+    entryPoints: { main: join(serverDir, "src/main.ts"), cli: join(serverDir, "src/cli.ts") },
+    outdir,
+    outExtension: { ".js": ".mjs" },
+    chunkNames: "chunk-[hash]",
+    splitting: true,
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    external: ["@electric-sql/pglite", "pg-native"],
+    plugins: [ownAssetUrls],
+    banner: { js: requireShim },
+    sourcemap: "linked",
+    legalComments: "linked",
+    logLevel: "warning",
+  });
+  for (const [name, source] of assets)
+    cpSync(source, join(outdir, name), { recursive: statSync(source).isDirectory() });
 
-const pglite = packageDir("@electric-sql/pglite");
-copyPackage(
-  "@electric-sql/pglite",
-  ["dist", "LICENSE"].filter((f) => statSync(join(pglite, f), { throwIfNoEntry: false })),
-);
-copyPackage("redoc", ["bundles/redoc.standalone.js"]);
-const spec = requireFromServer.resolve("@toolplane/spec/openapi.json");
-copyPackage("@toolplane/spec", [relative(packageDir("@toolplane/spec"), spec)]);
+  const pglite = packageDir("@electric-sql/pglite");
+  copyPackage(
+    "@electric-sql/pglite",
+    ["dist", "LICENSE"].filter((f) => statSync(join(pglite, f), { throwIfNoEntry: false })),
+  );
+  copyPackage("redoc", ["bundles/redoc.standalone.js"]);
+  const spec = requireFromServer.resolve("@toolplane/spec/openapi.json");
+  copyPackage("@toolplane/spec", [relative(packageDir("@toolplane/spec"), spec)]);
 
-// server-everything runs as a child process (`node {package:…}/dist/index.js stdio`): one bundled file in the
-// place the catalog names, with the docs it reads from `../docs`.
-const everything = "@modelcontextprotocol/server-everything";
-copyPackage(everything, []);
-cpSync(join(packageDir(everything), "dist/docs"), join(outdir, "node_modules", everything, "docs"), {
-  recursive: true,
-});
-await build({
-  entryPoints: [join(packageDir(everything), "dist/index.js")],
-  outfile: join(outdir, "node_modules", everything, "dist/index.js"),
-  bundle: true,
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  banner: { js: requireShim },
-  legalComments: "inline",
-  logLevel: "warning",
-});
+  // server-everything runs as a child process (`node {package:…}/dist/index.js stdio`): one bundled file in the
+  // place the catalog names, with the docs it reads from `../docs`.
+  const everything = "@modelcontextprotocol/server-everything";
+  copyPackage(everything, []);
+  cpSync(join(packageDir(everything), "dist/docs"), join(outdir, "node_modules", everything, "docs"), {
+    recursive: true,
+  });
+  await build({
+    entryPoints: [join(packageDir(everything), "dist/index.js")],
+    outfile: join(outdir, "node_modules", everything, "dist/index.js"),
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    banner: { js: requireShim },
+    legalComments: "inline",
+    logLevel: "warning",
+  });
 
-cpSync(join(repoRoot, "LICENSE"), join(outdir, "LICENSE"));
-mkdirSync(outdir, { recursive: true });
-writeFileSync(
-  join(outdir, "README.md"),
-  "Toolplane server, built by `pnpm build`. Start: `node main.mjs`. CLI: `node cli.mjs --help`.\n" +
-    "Settings are environment variables (see the repository's README, Configuration and Deploy).\n",
-);
-const shown = relative(process.cwd(), outdir);
+  cpSync(join(repoRoot, "LICENSE"), join(outdir, "LICENSE"));
+  writeFileSync(
+    join(outdir, "README.md"),
+    "Toolplane server, built by `pnpm build`. Start: `node main.mjs`. CLI: `node cli.mjs` (prints its usage).\n" +
+      "Settings are environment variables (see the repository's README, Configuration and Deploy).\n",
+  );
+} catch (err) {
+  await rm(outdir, { recursive: true, force: true });
+  throw err;
+}
+await rm(target, { recursive: true, force: true });
+await rename(outdir, target);
+const shown = relative(process.cwd(), target);
 console.log(
-  `server: built ${shown.startsWith("..") ? outdir : shown} in ${Math.round(performance.now() - started)} ms`,
+  `server: built ${shown.startsWith("..") ? target : shown} in ${Math.round(performance.now() - started)} ms`,
 );
