@@ -3,18 +3,18 @@ import { createApiKey, createInstance } from "./auth/api-keys.ts";
 import { BUILTIN_CATALOG_DIR, syncCatalog } from "./catalog/loader.ts";
 import type { Config } from "./config.ts";
 import { type DatabaseHandle, openDatabase } from "./db/database.ts";
-import { migrate } from "./db/migrate.ts";
+import { type MigrationLog, migrate } from "./db/migrate.ts";
 
 /** Opens the configured database, applies pending migrations (logging each) and loads the catalog if it changed. */
 export async function openMigratedDatabase(
   config: Pick<Config, "databaseUrl" | "dataDir"> & Partial<Pick<Config, "catalogDirs">>,
-  logger?: Logger,
+  log?: MigrationLog,
 ): Promise<DatabaseHandle> {
   const handle = await openDatabase(
     config.databaseUrl ? { kind: "postgres", url: config.databaseUrl } : { kind: "pglite", dataDir: config.dataDir },
   );
   try {
-    const migrated = await migrate(handle.db, undefined, logger);
+    const migrated = await migrate(handle.db, undefined, log);
     // A migration may reshape catalog rows, so the catalog is reloaded after one even when its files are unchanged.
     await syncCatalog(handle.db, config.catalogDirs ?? [BUILTIN_CATALOG_DIR], migrated.length > 0);
   } catch (err) {

@@ -1,239 +1,60 @@
 #!/usr/bin/env -S npx tsx
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
-import { createApiKey, createInstance, displayPrefix, listApiKeys, revokeApiKey } from "./auth/api-keys.ts";
 import { openMigratedDatabase } from "./bootstrap.ts";
-import { loadCatalog, readCatalog } from "./catalog/loader.ts";
-import { type ImportEvent, importServers } from "./catalog/registry/import.ts";
+import { adminSocketPath, runThroughAdminSocket } from "./cli/admin-socket.ts";
+import { type OpenContext, runCommand } from "./cli/commands.ts";
 import { loadConfig } from "./config.ts";
-import type { Db } from "./db/database.ts";
-import { rotateSecrets } from "./secrets/rotate.ts";
+import { DataDirInUseError } from "./db/database.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 
-const USAGE = `Usage: toolplane keys|catalog|secrets <command> [--json]
+// A file or directory to import is named relative to where the command was typed (pnpm runs scripts in apps/server,
+// and a command sent to a running server runs in its directory): it travels as an absolute path.
+const argv = process.argv
+  .slice(2)
+  .map((arg, i, all) =>
+    i === 2 && all[0] === "catalog" && all[1] === "import" && !/^https?:\/\//i.test(arg)
+      ? resolve(process.env.INIT_CWD ?? process.cwd(), arg)
+      : arg,
+  );
+const config = (() => {
+  try {
+    return loadConfig();
+  } catch (err) {
+    console.error((err as Error).message);
+    return process.exit(1);
+  }
+})();
 
-  keys create [--instance <ins_id> | --new-instance <name>] [--name <name>]
-                 creates an API key (for the only instance when there is one) and prints it once
-  keys list      lists keys: id, instance, prefix, name, created, last used, revoked
-  keys revoke <key_id | tp_<prefix>_… | prefix | key>
-                 revokes a key, named in any form keys list prints (or the key itself); requests with it get 401
-                 within 5 seconds
-
-  catalog list   lists catalog providers with the ids a deployment needs: provider, versions, auth methods
-  catalog load   (re)loads the catalog directories into the database (the server also does it at start)
-  catalog import <server.json | directory | registry URL> [--updated-since <ISO date>] [--full]
-                 imports MCP Registry servers (schema 2025-12-11) as catalog providers: a file, every .json file
-                 of a directory, or a registry's read API (GET <url>/v0.1/servers?version=latest, all pages). A
-                 registry import asks only for what changed since the last one (recorded in the database);
-                 --updated-since overrides that, --full reads everything. Idempotent; prints one line per server
-                 (skipped ones with the reason) and a summary
-  secrets rotate re-encrypts every stored secret with the first key of TOOLPLANE_SECRET_KEY (after adding a
-                 new key in front of the old ones); the old key can be removed afterwards
-
---json prints the result as one JSON document on stdout instead (errors stay text on stderr, with the same exit
-codes), for scripts: keys create {id, instance_id, name, prefix, key, …}, keys list and catalog list an array,
-keys revoke the revoked key, catalog load and secrets rotate a count, catalog import its summary.
-
-Uses the same DATABASE_URL / TOOLPLANE_DATA_DIR / TOOLPLANE_CATALOG_DIRS as the server.`;
-
-const OUTCOME_MARK: Record<ImportEvent["outcome"], string> = {
-  provider_added: "+ new provider",
-  version_added: "+ new version ",
-  version_updated: "~ updated     ",
-  unchanged: "= unchanged   ",
-  skipped: "! skipped     ",
+/** The CLI's own connection: PostgreSQL (shared with running servers), or the embedded database when it is free. */
+const openDirectly: OpenContext = async () => {
+  // Migration steps go to stderr, so --json output on stdout stays one document.
+  const log = { info: (fields: Record<string, unknown>, message: string) => console.error(message, fields.migration) };
+  const database = await openMigratedDatabase(config, log);
+  const secrets = () =>
+    new SecretBox(loadSecretKeys(process.env.TOOLPLANE_SECRET_KEY, config.databaseUrl ? undefined : config.dataDir));
+  return { context: { db: database.db, catalogDirs: config.catalogDirs, secrets }, close: () => database.close() };
 };
 
-const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));
-
-/** With --json, the value as JSON on stdout; else the human form. */
-function output(json: boolean, value: unknown, human: () => void): void {
-  if (json) printJson(value);
-  else human();
-}
-
-async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      instance: { type: "string" },
-      "new-instance": { type: "string" },
-      name: { type: "string" },
-      "updated-since": { type: "string" },
-      full: { type: "boolean", default: false },
-      json: { type: "boolean", default: false },
-    },
+/** A server holds the embedded database: the command runs inside it, through its admin socket. */
+async function runInServer(inUse: DataDirInUseError): Promise<number> {
+  const result = await runThroughAdminSocket(adminSocketPath(config.dataDir), argv).catch((err: unknown) => {
+    throw new Error(`${inUse.message} (its admin socket did not answer: ${(err as Error).message})`);
   });
-  const json = values.json === true;
-  const [group, command, arg] = positionals;
-  if (!["keys", "catalog", "secrets"].includes(group ?? "") || !command) {
-    console.error(USAGE);
-    return 2;
-  }
-  const config = loadConfig();
-  const database = await openMigratedDatabase(config);
-  const { db } = database;
-  try {
-    if (group === "catalog" && command === "import") return await importCommand(db, arg, values, json);
-    if (group === "catalog") return await catalogCommand(db, command, config.catalogDirs, json);
-    if (group === "secrets" && command === "rotate") {
-      const secrets = new SecretBox(
-        loadSecretKeys(process.env.TOOLPLANE_SECRET_KEY, config.databaseUrl ? undefined : config.dataDir),
-      );
-      const reencrypted = await rotateSecrets(db, secrets);
-      output(json, { reencrypted }, () => console.log(`Re-encrypted ${reencrypted} secrets with the primary key.`));
-      return 0;
-    }
-    if (command === "create") {
-      let instanceId = values.instance;
-      if (values["new-instance"]) instanceId = await createInstance(db, values["new-instance"]);
-      if (!instanceId) {
-        const instances = await db.selectFrom("instances").select("id").limit(2).execute();
-        if (instances.length !== 1 || !instances[0]) {
-          console.error(
-            instances.length
-              ? "Several instances exist: pass --instance <ins_id>."
-              : "No instance yet: pass --new-instance <name>.",
-          );
-          return 2;
-        }
-        instanceId = instances[0].id;
-      }
-      const exists = await db.selectFrom("instances").select("id").where("id", "=", instanceId).executeTakeFirst();
-      if (!exists) {
-        console.error(`No instance ${instanceId}.`);
-        return 2;
-      }
-      const { key, summary } = await createApiKey(db, instanceId, values.name ?? null);
-      output(json, { ...summary, key }, () =>
-        console.log(`Created key ${summary.id} for instance ${instanceId}. It is shown only now:\n${key}`),
-      );
-      return 0;
-    }
-    if (command === "list") {
-      const keys = await listApiKeys(db);
-      if (json) {
-        printJson(keys);
-        return 0;
-      }
-      console.table(
-        keys.map((k) => ({
-          id: k.id,
-          instance: k.instance_id,
-          prefix: displayPrefix(k.prefix),
-          name: k.name ?? "",
-          created: k.created_at.toISOString(),
-          last_used: k.last_used_at?.toISOString() ?? "",
-          revoked: k.revoked_at?.toISOString() ?? "",
-        })),
-      );
-      return 0;
-    }
-    if (command === "revoke" && arg) {
-      const revoked = await revokeApiKey(db, arg);
-      if (!revoked) {
-        console.error(`No active key ${arg}.`);
-        return 1;
-      }
-      output(json, revoked, () => console.log(`Revoked key ${revoked.id} (${displayPrefix(revoked.prefix)}).`));
-      return 0;
-    }
-    console.error(USAGE);
-    return 2;
-  } finally {
-    await database.close();
-  }
+  process.stdout.write(result.stdout);
+  process.stderr.write(result.stderr);
+  return result.code;
 }
 
 try {
-  process.exitCode = await main(process.argv.slice(2));
+  process.exitCode = await runCommand(argv, openDirectly, console);
 } catch (err) {
-  console.error(err instanceof Error ? err.message : String(err));
-  process.exitCode = 1;
-}
-
-async function catalogCommand(db: Db, command: string, dirs: string[], json: boolean): Promise<number> {
-  if (command === "load") {
-    const ids = await loadCatalog(db, readCatalog(dirs));
-    output(json, { loaded: ids.size, dirs }, () =>
-      console.log(`Loaded ${ids.size} catalog providers from ${dirs.join(", ")}.`),
-    );
-    return 0;
+  if (err instanceof DataDirInUseError) {
+    process.exitCode = await runInServer(err).catch((e: unknown) => {
+      console.error((e as Error).message);
+      return 1;
+    });
+  } else {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exitCode = 1;
   }
-  if (command !== "list") {
-    console.error(USAGE);
-    return 2;
-  }
-  const rows = await db
-    .selectFrom("providers as p")
-    .leftJoin("provider_versions as v", "v.id", "p.current_version_id")
-    .select(["p.id", "p.slug", "p.name", "v.id as version_id", "v.version"])
-    .where("p.instance_id", "is", null)
-    .orderBy("p.slug")
-    .execute();
-  const methods = await db.selectFrom("provider_auth_methods").select(["provider_id", "id", "type"]).execute();
-  if (json) {
-    const providers = rows.map((r) => ({
-      slug: r.slug,
-      name: r.name,
-      provider_id: r.id,
-      current_version: r.version_id ? { id: r.version_id, version: r.version } : null,
-      auth_methods: methods.filter((m) => m.provider_id === r.id).map((m) => ({ id: m.id, type: m.type })),
-    }));
-    printJson(providers);
-    return 0;
-  }
-  console.table(
-    rows.map((r) => ({
-      slug: r.slug,
-      name: r.name,
-      provider_id: r.id,
-      current_version: r.version ? `${r.version} (${r.version_id})` : "",
-      auth_methods: methods
-        .filter((m) => m.provider_id === r.id)
-        .map((m) => `${m.type} ${m.id}`)
-        .join(", "),
-    })),
-  );
-  return 0;
-}
-
-async function importCommand(
-  db: Db,
-  source: string | undefined,
-  options: { "updated-since"?: string; full?: boolean },
-  json: boolean,
-): Promise<number> {
-  if (!source) {
-    console.error(USAGE);
-    return 2;
-  }
-  const since = options["updated-since"];
-  const updatedSince = since === undefined ? undefined : new Date(since);
-  if (updatedSince && Number.isNaN(updatedSince.getTime())) {
-    console.error(`--updated-since ${since} is not a date (use ISO 8601, e.g. 2026-11-01T00:00:00Z).`);
-    return 2;
-  }
-  // pnpm runs the script in apps/server; a relative path means where the user typed the command.
-  const from = /^https?:\/\//i.test(source) ? source : resolve(process.env.INIT_CWD ?? process.cwd(), source);
-  const summary = await importServers(db, from, {
-    ...(updatedSince ? { updatedSince } : {}),
-    full: options.full === true,
-    onProgress: (e) => {
-      if (json) return;
-      const where = e.slug ? ` → ${e.slug} (${e.provider_id})` : "";
-      console.log(`${OUTCOME_MARK[e.outcome]} ${e.name} ${e.version}${where}${e.reason ? `: ${e.reason}` : ""}`);
-    },
-  });
-  output(json, summary, () => {
-    console.log(
-      `Read ${summary.read} servers from ${source}${summary.updated_since ? ` (updated since ${summary.updated_since})` : ""}: ` +
-        `${summary.providers_added} new providers, ${summary.versions_added} new versions, ` +
-        `${summary.versions_updated} updated, ${summary.unchanged} unchanged, ${summary.skipped.length} skipped.`,
-    );
-    if (summary.next_updated_since)
-      console.log(`The next import asks for servers updated since ${summary.next_updated_since}.`);
-  });
-  return 0;
 }

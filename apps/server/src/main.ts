@@ -4,6 +4,7 @@ import { sql } from "kysely";
 import { createApp } from "./app.ts";
 import { ensureFirstInstance, openMigratedDatabase } from "./bootstrap.ts";
 import { scheduleImports } from "./catalog/registry/import.ts";
+import { adminSocketPath, serveAdminSocket } from "./cli/admin-socket.ts";
 import { type Config, loadConfig } from "./config.ts";
 import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
@@ -70,6 +71,19 @@ const deployJobs = new DeployJobRunner({
   logger,
 });
 await deployJobs.start().catch(startupFailed);
+
+// The embedded database is this process's alone: the CLI runs its commands here, through a socket in the data dir.
+const adminSocket =
+  database.kind === "pglite"
+    ? await serveAdminSocket(
+        adminSocketPath(config.dataDir),
+        { db: database.db, catalogDirs: config.catalogDirs, secrets: () => secrets },
+        logger,
+      ).catch((err: unknown) => {
+        logger.warn({ err }, "admin socket unavailable: the CLI cannot run while this server holds the data dir");
+        return undefined;
+      })
+    : undefined;
 
 // Tool calls left waiting by a process that died (this one before a crash, or another replica) fail once their
 // lease runs out: now, and every third of a lease from here on.
@@ -139,6 +153,7 @@ async function shutdown(signal: string) {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   // Upstream MCP connections end with the server: stdio children are stopped, not orphaned.
   await upstreams.closeAll();
+  adminSocket?.close();
   clearInterval(expiredCallsSweeper);
   await registrySync?.stop();
   await deployJobs.stop();

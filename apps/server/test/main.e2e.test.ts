@@ -9,12 +9,10 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const tsx = join(root, "node_modules/.bin/tsx");
 const dataDir = mkdtempSync(join(tmpdir(), "toolplane-e2e-"));
 const env = { ...process.env, TOOLPLANE_DATA_DIR: dataDir, PORT: "0", LOG_LEVEL: "warn", DATABASE_URL: "" };
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
-// Each process start opens PGlite (and each CLI run compiles TypeScript with tsx): seconds of CPU, many times that
-// on a busy 2-core machine. A generous bound, not a performance claim (pnpm bench measures restarts).
+// Each process start opens PGlite: seconds of CPU, many times that on a busy 2-core machine. A generous bound, not a performance claim (pnpm bench measures restarts).
 const PROCESS_TEST_TIMEOUT_MS = 300_000;
 
 async function start(): Promise<{ child: ChildProcess; url: string; output: () => string }> {
@@ -48,7 +46,8 @@ async function stop(child: ChildProcess): Promise<number | null> {
   return exited;
 }
 
-const cli = (...args: string[]) => promisify(execFile)(tsx, ["src/cli.ts", ...args], { cwd: root, env });
+// The built CLI (what `pnpm build` ships); under tsx each run compiled the sources again (~4 s of CPU).
+const cli = (...args: string[]) => promisify(execFile)(process.execPath, ["dist/cli.mjs", ...args], { cwd: root, env });
 const keyIn = (text: string) => /(tp_[a-z0-9]{12}_[A-Za-z0-9_-]{43})/.exec(text)?.[1];
 const status = async (url: string, key?: string) =>
   (await fetch(`${url}/provider-groups`, { headers: key ? { authorization: `Bearer ${key}` } : {} })).status;

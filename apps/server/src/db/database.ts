@@ -146,6 +146,11 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
   };
 }
 
+/** Another live process holds the PGlite data directory (the CLI then asks that server, see cli/admin-socket.ts). */
+export class DataDirInUseError extends Error {
+  override name = "DataDirInUseError";
+}
+
 /**
  * PGlite is one process's database: a second process opening the same directory would corrupt it. A pid file
  * makes the second one (a CLI next to a running server, say) stop with a clear message instead.
@@ -160,7 +165,7 @@ function lockDataDir(dataDir: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       const owner = Number(readFileSync(file, "utf8"));
       if (owner && owner !== process.pid && isAlive(owner)) {
-        throw new Error(
+        throw new DataDirInUseError(
           `The embedded database in ${dataDir} is in use by process ${owner} (a running server?). ` +
             "Stop it first, or share one PostgreSQL server between processes with DATABASE_URL.",
         );

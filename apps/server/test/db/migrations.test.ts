@@ -30,12 +30,26 @@ describe("database", () => {
     ]);
   });
 
-  it("rolls a failing migration back whole", async () => {
-    const broken = [...listMigrations(), { version: "9999_broken", sql: "create table half (x int);\nselect nope;\n" }];
-    await expect(migrate(handle.db, broken)).rejects.toThrow();
+  it("logs each migration it applies, names a failing file, and rolls it back whole", async () => {
+    const broken = [
+      ...listMigrations(),
+      { version: "9998_fine", sql: "create table fine (x int);\n" },
+      { version: "9999_broken", sql: "create table half (x int);\nselect nope;\n" },
+    ];
+    const logged: [Record<string, unknown>, string][] = [];
+    const log = { info: (fields: Record<string, unknown>, message: string) => logged.push([fields, message]) };
+    await expect(migrate(handle.db, broken, log)).rejects.toMatchObject({
+      message: expect.stringMatching(/^migration 9999_broken\.sql failed: .*nope/),
+      code: "42703",
+    });
+    expect(logged).toEqual([
+      [{ migration: "9998_fine.sql" }, "applying migration"],
+      [{ migration: "9998_fine.sql", ms: expect.any(Number) }, "applied migration"],
+      [{ migration: "9999_broken.sql" }, "applying migration"],
+    ]);
     const half = await sql<{
       n: string;
-    }>`select count(*) as n from information_schema.tables where table_name = 'half'`.execute(handle.db);
+    }>`select count(*) as n from information_schema.tables where table_name in ('half', 'fine')`.execute(handle.db);
     expect(Number(half.rows[0]?.n)).toBe(0);
   });
 });

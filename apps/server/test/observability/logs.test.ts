@@ -137,7 +137,7 @@ describe("log lines", () => {
     const log = capture();
     expect(await migrate(t.db, [...listMigrations(), extra], log.logger)).toEqual([extra.version]);
     expect(parse(log.text())).toEqual([
-      expect.objectContaining({ msg: "applied migration", migration: extra.version, ms: expect.any(Number) }),
+      expect.objectContaining({ msg: "applied migration", migration: `${extra.version}.sql`, ms: expect.any(Number) }),
     ]);
   });
 });
