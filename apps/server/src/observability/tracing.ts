@@ -40,7 +40,9 @@ let sdk: { shutdown(): Promise<void> } | null = null;
 export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
   if (sdk) return true;
   if (!tracingRequested(env)) return false;
-  const { NodeSDK } = await import("@opentelemetry/sdk-node");
+  // A CommonJS package: bundled (pnpm build puts it in a chunk loaded only here) its exports sit under `default`.
+  const loaded = await import("@opentelemetry/sdk-node");
+  const { NodeSDK } = (loaded as { default?: typeof loaded }).default ?? loaded;
   const started = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: "toolplane" }),
     // Traces only: metrics are Prometheus' (/metrics) and logs are pino's JSON lines.
