@@ -801,7 +801,8 @@ if (profileMode) {
     const a = text.indexOf(start);
     const b = text.indexOf(end);
     if (a < 0 || b < a) throw new Error(`BENCHMARKS.md has no ${start} … ${end} block`);
-    writeFileSync(md, `${text.slice(0, a + start.length)}\n${markdownTable(result)}\n${text.slice(b)}`);
+    const block = markdownTable(result, only, text.slice(a + start.length, b));
+    writeFileSync(md, `${text.slice(0, a + start.length)}\n${block}\n${text.slice(b)}`);
     console.log(`Updated the table in ${md}`);
   }
 }
