@@ -759,6 +759,8 @@ if (profileMode) {
       for (const a of s.selfByArea) console.log(`    ${a.percent.toFixed(1).padStart(5)}%  ${a.area}`);
       console.log("  inclusive (a frame of this area on the stack; lower bounds across awaits):");
       for (const a of s.inclusive) console.log(`    ${a.percent.toFixed(1).padStart(5)}%  ${a.area}`);
+      console.log("  inclusive by source file of ours:");
+      for (const f of s.files) console.log(`    ${f.percent.toFixed(1).padStart(5)}%  ${f.file}`);
       console.log("  self:");
       for (const f of s.self) console.log(`    ${f.percent.toFixed(1).padStart(5)}%  ${f.fn}  [${f.area}]`);
     }
