@@ -90,7 +90,8 @@ export function markdownTable(result: BenchResult, only?: number[], previous = "
   const old = previous.split("\n");
   const notes = [
     ...old.filter((l) => l.startsWith("- ") && others(l)),
-    ...result.figures.filter((f) => f.note).map((f) => `- ${f.id}: ${f.note}`),
+    // A note may quote a response body: one line each, or the list (and the merge above) breaks.
+    ...result.figures.filter((f) => f.note).map((f) => `- ${f.id}: ${f.note?.replace(/\s+/g, " ")}`),
   ];
   const rows = [
     ...old.filter((l) => /^\| \d/.test(l) && others(l)),
