@@ -75,84 +75,47 @@ export function httpCaller(
   };
 }
 
-export interface CallThroughput {
-  /** Answered calls per second over the measured slices (after the warm-up). */
-  rps: number;
-  calls: number;
-  p50Ms: number;
-  p99Ms: number;
-  failures: number;
-  /** The first problem seen, if any. */
-  problem?: string;
-}
+/** The answered calls' times and the failures of one leg. */
+class Tally {
+  readonly times: number[] = [];
+  failures = 0;
+  problem: string | undefined;
 
-/** Runs `caller` in a closed loop until `until`; the time of each answered call goes to `samples`. */
-async function loop(caller: Caller, until: number, samples: number[], fail: (problem: string) => void) {
-  while (performance.now() < until) {
+  /** Makes one call and records its time, or its failure. */
+  async time(caller: Caller): Promise<void> {
     const start = performance.now();
     const problem = await caller.call().catch((err: unknown) => String(err));
-    if (problem) fail(problem);
-    else samples.push(performance.now() - start);
+    if (!problem) this.times.push(performance.now() - start);
+    else {
+      this.failures++;
+      this.problem ??= problem;
+    }
+  }
+
+  summary(): LatencySummary & { problem?: string } {
+    const sorted = [...this.times].sort((a, b) => a - b);
+    return {
+      samples: sorted.length,
+      p50Ms: percentile(sorted, 50),
+      p90Ms: percentile(sorted, 90),
+      p99Ms: percentile(sorted, 99),
+      meanMs: sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1),
+      failures: this.failures,
+      ...(this.problem ? { problem: this.problem } : {}),
+    };
   }
 }
 
-/**
- * Closed-loop throughput of several clients compared with each other, `connections` clients each (each connected
- * once, beforehand, as long-lived MCP clients are): after a warm-up of each, they are measured in alternating
- * slices, as compareThroughput does with autocannon.
- */
-export async function compareCallThroughput(
-  openers: Record<string, OpenCaller>,
-  {
-    connections,
-    warmupSeconds,
-    slices,
-    sliceSeconds,
-  }: { connections: number; warmupSeconds: number; slices: number; sliceSeconds: number },
-): Promise<Record<string, CallThroughput>> {
-  const clients: Record<string, Caller[]> = {};
-  const samples: Record<string, number[]> = {};
-  const failures: Record<string, { count: number; first?: string }> = {};
-  try {
-    for (const [name, open] of Object.entries(openers)) {
-      clients[name] = await Promise.all(Array.from({ length: connections }, () => open()));
-      samples[name] = [];
-      failures[name] = { count: 0 };
-    }
-    const window = async (name: string, seconds: number, into: number[]) => {
-      const until = performance.now() + seconds * 1000;
-      const failed = failures[name] ?? { count: 0 };
-      await Promise.all(
-        (clients[name] ?? []).map((c) =>
-          loop(c, until, into, (problem) => {
-            failed.count++;
-            failed.first ??= problem;
-          }),
-        ),
-      );
-    };
-    for (const name of Object.keys(openers)) if (warmupSeconds > 0) await window(name, warmupSeconds, []);
-    for (let slice = 0; slice < slices; slice++) {
-      for (const name of Object.keys(openers)) await window(name, sliceSeconds, samples[name] ?? []);
-    }
-  } finally {
-    for (const list of Object.values(clients)) for (const c of list) c.close();
+/** Opens `count` clients of every leg (each connected once, beforehand, as long-lived MCP clients are). */
+async function openAll(openers: Record<string, OpenCaller>, count: number, into: Record<string, Caller[]>) {
+  for (const [name, open] of Object.entries(openers)) {
+    into[name] = await Promise.all(Array.from({ length: count }, () => open()));
   }
-  const out: Record<string, CallThroughput> = {};
-  for (const [name, values] of Object.entries(samples)) {
-    const sorted = [...values].sort((a, b) => a - b);
-    const failed = failures[name] ?? { count: 0 };
-    out[name] = {
-      rps: sorted.length / (slices * sliceSeconds),
-      calls: sorted.length,
-      p50Ms: percentile(sorted, 50),
-      p99Ms: percentile(sorted, 99),
-      failures: failed.count,
-      ...(failed.first ? { problem: failed.first } : {}),
-    };
-  }
-  return out;
 }
+
+const closeAll = (clients: Record<string, Caller[]>) => {
+  for (const list of Object.values(clients)) for (const c of list) c.close();
+};
 
 /**
  * Sequential latency of several clients compared with each other: one client each, one call in flight, measured in
@@ -162,49 +125,61 @@ export async function compareCallLatency(
   openers: Record<string, OpenCaller>,
   { rounds, perRound, warmup }: { rounds: number; perRound: number; warmup: number },
 ): Promise<Record<string, LatencySummary & { problem?: string }>> {
-  const clients: Record<string, Caller> = {};
-  const samples: Record<string, number[]> = {};
-  const failures: Record<string, { count: number; first?: string }> = {};
+  const clients: Record<string, Caller[]> = {};
+  const tallies = Object.fromEntries(Object.keys(openers).map((name) => [name, new Tally()]));
+  const block = async (caller: Caller | undefined, calls: number, tally: Tally | undefined) => {
+    for (let i = 0; caller && tally && i < calls; i++) await tally.time(caller);
+  };
   try {
-    for (const [name, open] of Object.entries(openers)) {
-      clients[name] = await open();
-      samples[name] = [];
-      failures[name] = { count: 0 };
-    }
-    const block = async (name: string, calls: number, into: number[]) => {
-      const caller = clients[name];
-      const failed = failures[name];
-      if (!caller || !failed) return;
-      for (let i = 0; i < calls; i++) {
-        const start = performance.now();
-        const problem = await caller.call().catch((err: unknown) => String(err));
-        if (!problem) into.push(performance.now() - start);
-        else {
-          failed.count++;
-          failed.first ??= problem;
-        }
-      }
-    };
-    for (const name of Object.keys(openers)) await block(name, warmup, []);
+    await openAll(openers, 1, clients);
+    for (const name of Object.keys(openers)) await block(clients[name]?.[0], warmup, new Tally());
     for (let round = 0; round < rounds; round++) {
-      for (const name of Object.keys(openers)) await block(name, perRound, samples[name] ?? []);
+      for (const name of Object.keys(openers)) await block(clients[name]?.[0], perRound, tallies[name]);
     }
   } finally {
-    for (const c of Object.values(clients)) c.close();
+    closeAll(clients);
   }
-  const out: Record<string, LatencySummary & { problem?: string }> = {};
-  for (const [name, values] of Object.entries(samples)) {
-    const sorted = [...values].sort((a, b) => a - b);
-    const failed = failures[name] ?? { count: 0 };
-    out[name] = {
-      samples: sorted.length,
-      p50Ms: percentile(sorted, 50),
-      p90Ms: percentile(sorted, 90),
-      p99Ms: percentile(sorted, 99),
-      meanMs: sorted.reduce((a, b) => a + b, 0) / (sorted.length || 1),
-      failures: failed.count,
-      ...(failed.first ? { problem: failed.first } : {}),
+  return Object.fromEntries(Object.entries(tallies).map(([name, tally]) => [name, tally.summary()]));
+}
+
+export interface CallThroughput extends LatencySummary {
+  /** Answered calls per second over the measured slices (after the warm-up). */
+  rps: number;
+  /** The first problem seen, if any. */
+  problem?: string;
+}
+
+/**
+ * Closed-loop throughput of several legs compared with each other, `connections` clients each: after a warm-up
+ * of each leg, the legs are measured in alternating slices, as compareThroughput does with autocannon.
+ */
+export async function compareCallThroughput(
+  openers: Record<string, OpenCaller>,
+  options: { connections: number; warmupSeconds: number; slices: number; sliceSeconds: number },
+): Promise<Record<string, CallThroughput>> {
+  const { connections, warmupSeconds, slices, sliceSeconds } = options;
+  const clients: Record<string, Caller[]> = {};
+  const tallies = Object.fromEntries(Object.keys(openers).map((name) => [name, new Tally()]));
+  const window = async (name: string, seconds: number, tally = new Tally()) => {
+    const until = performance.now() + seconds * 1000;
+    const loop = async (caller: Caller) => {
+      while (performance.now() < until) await tally.time(caller);
     };
+    await Promise.all((clients[name] ?? []).map(loop));
+  };
+  try {
+    await openAll(openers, connections, clients);
+    for (const name of Object.keys(openers)) if (warmupSeconds > 0) await window(name, warmupSeconds);
+    for (let slice = 0; slice < slices; slice++) {
+      for (const name of Object.keys(openers)) await window(name, sliceSeconds, tallies[name]);
+    }
+  } finally {
+    closeAll(clients);
   }
-  return out;
+  return Object.fromEntries(
+    Object.entries(tallies).map(([name, tally]) => [
+      name,
+      { ...tally.summary(), rps: tally.times.length / (slices * sliceSeconds) },
+    ]),
+  );
 }

@@ -102,10 +102,10 @@ export function markdownTable(result: BenchResult, only?: number[], previous = "
     }),
   ].sort((a, b) => figureOf(a) - figureOf(b));
   // A run line names its figures when the run was partial; one whose figures were all measured again goes.
-  const runLine = (l: string) => /^(Measured|Figures) /.test(l);
+  const runLine = (l: string) => /^(Measured|Figures?) /.test(l);
   const stillShown = (l: string) =>
     l.startsWith("Measured ") ||
-    (/^Figures ([\d, ]+) measured/.exec(l)?.[1] ?? "")
+    (/^Figures? ([\d, ]+) measured/.exec(l)?.[1] ?? "")
       .split(", ")
       .map(Number)
       .some((n) => others(`| ${n}`));
@@ -113,7 +113,7 @@ export function markdownTable(result: BenchResult, only?: number[], previous = "
   const lines = only
     ? [
         ...old.filter((l) => runLine(l) && stillShown(l)),
-        `Figures ${only.join(", ")} measured ${result.startedAt} ${machine}`,
+        `Figure${only.length > 1 ? "s" : ""} ${only.join(", ")} measured ${result.startedAt} ${machine}`,
       ]
     : [`Measured ${result.startedAt} ${machine}`];
   return [
