@@ -27,7 +27,12 @@ export interface ProfileSummary {
   inclusive: { area: string; percent: number }[];
   /** Share of busy time spent in the function itself. */
   self: { fn: string; area: string; percent: number }[];
+  /** Inclusive share by source file of ours (apps/, packages/): which step of a request the time is under. */
+  files: { file: string; percent: number }[];
 }
+
+/** A source file of ours (apps/…/src/…, packages/…/src/…), or undefined for anything else. */
+const ourFile = (url: string) => /\/((?:apps|packages)\/[^/]+\/src\/.+)$/.exec(url)?.[1];
 
 /** Where a frame comes from: a package name, a source area of ours, node core, or a V8 pseudo-frame. */
 export function areaOf(url: string, functionName: string): string {
@@ -57,21 +62,28 @@ export function summariseProfile(file: string, top = 25): ProfileSummary {
     if (id !== undefined) selfTime.set(id, (selfTime.get(id) ?? 0) + delta);
   }
 
-  const areasOnStack = new Map<number, Set<string>>();
-  const stackAreas = (id: number): Set<string> => {
-    const known = areasOnStack.get(id);
-    if (known) return known;
-    const node = byId.get(id);
-    const up = parent.get(id);
-    const set = new Set(up === undefined ? [] : stackAreas(up));
-    if (node && node.callFrame.functionName !== "(root)")
-      set.add(areaOf(node.callFrame.url, node.callFrame.functionName));
-    areasOnStack.set(id, set);
-    return set;
+  /** The set of keys (areas, files) of the frames on a node's stack, memoised per node. */
+  const onStack = (key: (frame: ProfileNode["callFrame"]) => string | undefined) => {
+    const memo = new Map<number, Set<string>>();
+    const of = (id: number): Set<string> => {
+      const known = memo.get(id);
+      if (known) return known;
+      const node = byId.get(id);
+      const up = parent.get(id);
+      const set = new Set(up === undefined ? [] : of(up));
+      const k = node && node.callFrame.functionName !== "(root)" ? key(node.callFrame) : undefined;
+      if (k) set.add(k);
+      memo.set(id, set);
+      return set;
+    };
+    return of;
   };
+  const stackAreas = onStack((frame) => areaOf(frame.url, frame.functionName));
+  const stackFiles = onStack((frame) => ourFile(frame.url));
 
   let busy = 0;
   const inclusive = new Map<string, number>();
+  const files = new Map<string, number>();
   const self = new Map<string, { area: string; us: number }>();
   const selfByArea = new Map<string, number>();
   for (const [id, us] of selfTime) {
@@ -79,6 +91,7 @@ export function summariseProfile(file: string, top = 25): ProfileSummary {
     if (!node || node.callFrame.functionName === "(idle)") continue;
     busy += us;
     for (const area of stackAreas(id)) inclusive.set(area, (inclusive.get(area) ?? 0) + us);
+    for (const file of stackFiles(id)) files.set(file, (files.get(file) ?? 0) + us);
     const { functionName, url, lineNumber } = node.callFrame;
     const area = areaOf(url, functionName);
     selfByArea.set(area, (selfByArea.get(area) ?? 0) + us);
@@ -103,5 +116,9 @@ export function summariseProfile(file: string, top = 25): ProfileSummary {
       .sort((a, b) => b[1].us - a[1].us)
       .slice(0, top)
       .map(([fn, { area, us }]) => ({ fn, area, percent: pct(us) })),
+    files: [...files]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([file, us]) => ({ file, percent: pct(us) })),
   };
 }

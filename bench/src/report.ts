@@ -78,16 +78,46 @@ export function consoleTable(result: BenchResult): string {
   ].join("\n");
 }
 
-export function markdownTable(result: BenchResult): string {
+const figureOf = (line: string) => Number.parseInt(line.replace(/^[|-] /, ""), 10);
+
+/**
+ * The block between BENCHMARKS.md's markers. A run of some figures (`--only`) keeps the rows, notes and run lines
+ * of the figures it did not measure from the `previous` block, so a partial run replaces only its own rows.
+ */
+export function markdownTable(result: BenchResult, only?: number[], previous = ""): string {
   const esc = (s: string) => s.replace(/\|/g, "\\|");
-  const notes = result.figures.filter((f) => f.note).map((f) => `- ${f.id}: ${f.note}`);
-  const rows = result.figures.map((f) => {
-    const c = cells(f);
-    c[5] = f.status === "pass" ? "pass" : f.status === "miss" ? "**miss**" : f.status;
-    return `| ${c.map(esc).join(" | ")} |`;
-  });
+  const others = (line: string) => only !== undefined && !only.includes(figureOf(line));
+  const old = previous.split("\n");
+  const notes = [
+    ...old.filter((l) => l.startsWith("- ") && others(l)),
+    // A note may quote a response body: one line each, or the list (and the merge above) breaks.
+    ...result.figures.filter((f) => f.note).map((f) => `- ${f.id}: ${f.note?.replace(/\s+/g, " ")}`),
+  ];
+  const rows = [
+    ...old.filter((l) => /^\| \d/.test(l) && others(l)),
+    ...result.figures.map((f) => {
+      const c = cells(f);
+      c[5] = f.status === "pass" ? "pass" : f.status === "miss" ? "**miss**" : f.status;
+      return `| ${c.map(esc).join(" | ")} |`;
+    }),
+  ].sort((a, b) => figureOf(a) - figureOf(b));
+  // A run line names its figures when the run was partial; one whose figures were all measured again goes.
+  const runLine = (l: string) => /^(Measured|Figures?) /.test(l);
+  const stillShown = (l: string) =>
+    l.startsWith("Measured ") ||
+    (/^Figures? ([\d, ]+) measured/.exec(l)?.[1] ?? "")
+      .split(", ")
+      .map(Number)
+      .some((n) => others(`| ${n}`));
+  const machine = `in ${Math.round(result.seconds)} s on: ${machineLine(result.machine, result.loadAverageAtEnd)}.`;
+  const lines = only
+    ? [
+        ...old.filter((l) => runLine(l) && stillShown(l)),
+        `Figure${only.length > 1 ? "s" : ""} ${only.join(", ")} measured ${result.startedAt} ${machine}`,
+      ]
+    : [`Measured ${result.startedAt} ${machine}`];
   return [
-    `Measured ${result.startedAt} in ${Math.round(result.seconds)} s on: ${machineLine(result.machine, result.loadAverageAtEnd)}.`,
+    lines.join("\n\n"),
     "",
     `| ${HEAD.join(" | ")} |`,
     `| ${HEAD.map(() => "---").join(" | ")} |`,
