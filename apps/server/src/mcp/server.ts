@@ -16,6 +16,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { Logger } from "pino";
+import { isDatabaseUnavailable } from "../lib/db-errors.ts";
 import { TracedServer } from "../observability/tracing.ts";
 import {
   LISTS,
@@ -57,8 +58,11 @@ const ENVELOPE_KEYS = new Set([
 ]);
 
 /**
- * The SDK's server checks every tools/call result against CallToolResult, which has no room for the result of a
- * task-augmented call (`{ task }`, MCP 2025-11-25): that one is passed on as the upstream gave it.
+ * The SDK's server with two gateway rules on every handler:
+ * - it checks every tools/call result against CallToolResult, which has no room for the result of a task-augmented
+ *   call (`{ task }`, MCP 2025-11-25): that one is passed on as the upstream gave it;
+ * - a database that cannot be reached is said so in MCP terms (the HTTP API answers 503), never with the driver's
+ *   own message.
  */
 class GatewayServer extends TracedServer {
   protected override _wrapHandler(
@@ -66,9 +70,20 @@ class GatewayServer extends TracedServer {
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
   ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
     const wrapped = super._wrapHandler(method, handler);
-    if (method !== "tools/call") return wrapped;
     // (The SDK's isTaskAugmentedRequestParams accepts any params: its `task` member is optional.)
-    return (request, ctx) => (request.params?.task === undefined ? wrapped(request, ctx) : handler(request, ctx));
+    const serve =
+      method === "tools/call"
+        ? (request: JSONRPCRequest, ctx: ServerContext) =>
+            request.params?.task === undefined ? wrapped(request, ctx) : handler(request, ctx)
+        : wrapped;
+    return (request, ctx) =>
+      serve(request, ctx).catch((error: unknown) => {
+        if (!isDatabaseUnavailable(error)) throw error;
+        throw new ProtocolError(
+          ProtocolErrorCode.InternalError,
+          "Toolplane's database is unavailable right now; nothing was run. Retry in a few seconds.",
+        );
+      });
   }
 }
 

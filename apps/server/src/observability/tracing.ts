@@ -42,7 +42,7 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
   if (!tracingRequested(env)) return false;
   // A CommonJS package: bundled (pnpm build puts it in a chunk loaded only here) its exports sit under `default`.
   const loaded = await import("@opentelemetry/sdk-node");
-  const { NodeSDK } = (loaded as { default?: typeof loaded }).default ?? loaded;
+  const { NodeSDK } = loaded.default ?? loaded;
   const started = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: "toolplane" }),
     // Traces only: metrics are Prometheus' (/metrics) and logs are pino's JSON lines.
