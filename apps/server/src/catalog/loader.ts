@@ -32,7 +32,7 @@ export interface CatalogEntry {
   }[];
   auth_methods: {
     key: string;
-    type: "oauth" | "token";
+    type: "oauth" | "token" | "mcp_oauth";
     name: string;
     description?: string | null;
     input_schema?: JsonObject;
@@ -230,7 +230,7 @@ export async function loadCatalog(db: Db, entries: CatalogEntry[], digest?: stri
           type: m.type,
           name: m.name,
           description: m.description ?? null,
-          input_schema: JSON.stringify(m.type === "oauth" ? OAUTH_TOKEN_SCHEMA : (m.input_schema ?? {})),
+          input_schema: JSON.stringify(m.type !== "token" ? OAUTH_TOKEN_SCHEMA : (m.input_schema ?? {})),
           scopes: JSON.stringify(scopes),
           oauth: m.oauth ? JSON.stringify(m.oauth) : null,
           updated_at: now,
@@ -252,7 +252,7 @@ export async function loadCatalog(db: Db, entries: CatalogEntry[], digest?: stri
         .execute();
 
       const current = entry.versions.find((v) => v.version === entry.current_version);
-      const onlyOAuth = entry.auth_methods.length > 0 && entry.auth_methods.every((m) => m.type === "oauth");
+      const onlyOAuth = entry.auth_methods.length > 0 && entry.auth_methods.every((m) => m.type !== "token");
       const variants = storedVariants(
         current
           ? { source: serverSource(current.runtime), schema: current.config_schema, createdAt: now.toISOString() }
