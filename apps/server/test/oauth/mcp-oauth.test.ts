@@ -1,6 +1,13 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { unwrap } from "@toolplane/client";
+import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
+import { createApp } from "../../src/app.ts";
+import { refreshMcpTokens } from "../../src/oauth/mcp-oauth.ts";
+import { openCredential, sealCredential } from "../../src/resources/provider-auth-configs/credential-data.ts";
 import { upstreams } from "../../src/runtimes/pool.ts";
+import { bundledSpec } from "../../src/spec.ts";
 import { connectMcp, createSession, deploymentRef, deployProvider, firstText } from "../mcp/gateway-fixtures.ts";
 import { loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { fixture } from "../support/fixture.ts";
@@ -8,6 +15,26 @@ import { browse, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
 import { redirectQuery, startOAuthTestServer } from "./support.ts";
 
 const t = fixture(startOAuthTestServer, (server) => server.close());
+/** A second server process (replica) over the same database: its own gateway, credential cache and refreshes. */
+const replica = fixture(
+  async () => {
+    const app = createApp({
+      db: t.db,
+      spec: bundledSpec,
+      logger: pino({ level: "silent" }),
+      publicUrl: t.url,
+      bodyLimitBytes: 64 * 1024,
+      secrets: t.secrets,
+    });
+    const server = app.listen(0, "127.0.0.1");
+    await new Promise<void>((resolve) => server.once("listening", resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  },
+  async ({ server }: { server: Server }) => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  },
+);
 const as = fixture(startMcpOAuthServers, (servers) => servers.close());
 afterAll(() => upstreams.closeAll());
 
@@ -142,5 +169,100 @@ describe("MCP OAuth: discovered authorization server", () => {
     } finally {
       as.setMetadata("ok");
     }
+  });
+});
+
+/** The stored token set of an auth config, decrypted as the app does. */
+async function storedTokens(authConfigId: string) {
+  const row = await authConfig(authConfigId);
+  const data = openCredential(t.secrets, row.id, row.credential_ciphertext ?? "");
+  if (data.kind !== "oauth") throw new Error("not an OAuth credential");
+  return data;
+}
+
+/** A session on the deployment through the auth config, and an MCP client of it on each server process. */
+async function clientsOn(deploymentId: string, authConfigId: string) {
+  const session = await createSession(t.client, [
+    {
+      provider_deployment: deploymentRef(deploymentId),
+      provider_auth_config: { type: "reference", provider_auth_config_id: authConfigId },
+    },
+  ]);
+  return Promise.all([connectMcp(t, session), connectMcp({ url: replica.url }, session)]);
+}
+
+describe("MCP OAuth: refresh", () => {
+  it("refreshes an expiring token once across two server processes under concurrent calls, storing the rotated refresh token", async () => {
+    const deployment = await mcpProvider();
+    const authConfigId = await connect(deployment);
+    const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
+    // Time passes: the token now has less left than the refresh margin, so the next use must refresh it.
+    const before = await storedTokens(authConfigId);
+    await t.db
+      .updateTable("provider_auth_configs")
+      .set({
+        credential_ciphertext: sealCredential(t.secrets, authConfigId, {
+          ...before,
+          expires_at: new Date(Date.now() + 5_000).toISOString(),
+        }),
+      })
+      .where("id", "=", authConfigId)
+      .execute();
+    const refreshesBefore = as.grants.filter((g) => g === "refresh_token").length;
+
+    const calls = [a, b, a, b, a, b].map((client) => client.callTool({ name: "whoami" }));
+    const results = await Promise.all(calls);
+    expect(results.map(firstText)).toEqual(Array(6).fill("hello from behind OAuth"));
+
+    // One refresh for all six calls on both processes: a second one would have reused the rotated-away refresh
+    // token, which oidc-provider answers with invalid_grant (and the revocation of the whole grant).
+    expect(as.grants.filter((g) => g === "refresh_token").length).toBe(refreshesBefore + 1);
+    expect(as.grantErrors).toEqual([]);
+    const after = await storedTokens(authConfigId);
+    expect(after.refresh_token).not.toBe(before.refresh_token);
+    expect(after.access_token).not.toBe(before.access_token);
+    expect((await authConfig(authConfigId)).status).toBe("active");
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("marks the auth config failed on invalid_grant and asks for re-authentication, which a new setup session gives", async () => {
+    const deployment = await mcpProvider();
+    as.setAccessTokenTtl(5);
+    const authConfigId = await connect(deployment).finally(() => as.setAccessTokenTtl(3600));
+    // Someone else redeems the refresh token first: with rotation, ours is then spent.
+    const row = await authConfig(authConfigId);
+    const client = await t.db
+      .selectFrom("provider_auth_credentials")
+      .selectAll()
+      .where("id", "=", row.provider_auth_credentials_id ?? "")
+      .executeTakeFirstOrThrow();
+    const stolen = await storedTokens(authConfigId);
+    await refreshMcpTokens(
+      { secrets: t.secrets, fetch },
+      row.oauth_server ?? { issuer: "", metadata: {}, resource: null },
+      client,
+      stolen.refresh_token ?? "",
+      new Date(),
+    );
+
+    const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
+    const failed = await a.callTool({ name: "whoami" });
+    expect(failed.isError).toBe(true);
+    expect(firstText(failed)).toMatch(/needs re-authentication.*invalid_grant.*POST \/provider-setup-sessions/);
+    const config = await authConfig(authConfigId);
+    expect(config.status).toBe("refresh_failed");
+    expect(config.status_reason).toMatch(/invalid_grant/);
+    expect(config.status_reason).not.toContain(stolen.refresh_token ?? "-");
+    // The other process fails closed too, without trying the spent token again.
+    const grantErrors = as.grantErrors.length;
+    expect((await b.callTool({ name: "whoami" })).isError).toBe(true);
+    expect(as.grantErrors.length).toBe(grantErrors);
+    await Promise.all([a.close(), b.close()]);
+
+    // Re-authentication: a new setup session, the same registered client, a working connection.
+    const renewed = await connect(deployment);
+    const [c] = await clientsOn(deployment.deploymentId, renewed);
+    expect(firstText(await c?.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await c?.close();
   });
 });

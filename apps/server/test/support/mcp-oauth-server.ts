@@ -71,7 +71,7 @@ export async function startMcpOAuthServers(): Promise<McpOAuthServers> {
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, indicator) => {
           if (indicator !== mcpUrl) throw new errors.InvalidTarget();
-          return { scope: "mcp:tools", accessTokenTtl: state.accessTokenTtl, accessTokenFormat: "opaque" };
+          return { scope: "mcp:tools", accessTokenTTL: state.accessTokenTtl, accessTokenFormat: "opaque" };
         },
       },
     },
@@ -80,7 +80,13 @@ export async function startMcpOAuthServers(): Promise<McpOAuthServers> {
     rotateRefreshToken: true,
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
-    ttl: { Interaction: 600, Session: 600, Grant: 3600, RefreshToken: 3600, AccessToken: 3600 },
+    ttl: {
+      Interaction: 600,
+      Session: 600,
+      Grant: 3600,
+      RefreshToken: 3600,
+      AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 3600,
+    },
     findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
   });
   provider.on("grant.success", (ctx) => state.grants.push(String(ctx.oidc.params?.grant_type)));
