@@ -81,6 +81,22 @@ function why(error: unknown): string {
   return error instanceof TypeError ? "unreachable" : "invalid answer";
 }
 
+type Challenge = ReturnType<typeof extractWWWAuthenticateParams>;
+
+/**
+ * The parameters of the MCP server's `WWW-Authenticate` when an unauthenticated request gets 401 (the sign that it
+ * wants MCP OAuth), else undefined. Throws when the server cannot be reached.
+ */
+export async function challengeOf(serverUrl: string, fetchImpl: Fetch): Promise<Challenge | undefined> {
+  const res = await bounded(fetchImpl)(serverUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "ping" }),
+  });
+  await res.body?.cancel();
+  return res.status === 401 && res.headers.has("www-authenticate") ? extractWWWAuthenticateParams(res) : undefined;
+}
+
 export interface Discovery {
   server: DiscoveredOAuthServer;
   /** The scope to request: the 401 challenge's, else the resource's `scopes_supported`; undefined for none. */
@@ -96,15 +112,9 @@ export interface Discovery {
  */
 export async function discover(serverUrl: string, fetchImpl: Fetch): Promise<Discovery> {
   const fetchFn = bounded(fetchImpl);
-  let challenge: ReturnType<typeof extractWWWAuthenticateParams> = {};
+  let challenge: Challenge;
   try {
-    const res = await fetchFn(serverUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "ping" }),
-    });
-    await res.body?.cancel();
-    if (res.status === 401) challenge = extractWWWAuthenticateParams(res);
+    challenge = (await challengeOf(serverUrl, fetchImpl)) ?? {};
   } catch {
     throw new McpOAuthError("temporarily_unavailable", "The MCP server could not be reached.");
   }

@@ -8,6 +8,7 @@ import { refreshMcpTokens } from "../../src/oauth/mcp-oauth.ts";
 import { openCredential, sealCredential } from "../../src/resources/provider-auth-configs/credential-data.ts";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import { bundledSpec } from "../../src/spec.ts";
+import { createRemote, firstVersion, startRunner, waitForDeployment } from "../custom-providers/support.ts";
 import { connectMcp, createSession, deploymentRef, deployProvider, firstText } from "../mcp/gateway-fixtures.ts";
 import { loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { fixture } from "../support/fixture.ts";
@@ -92,7 +93,7 @@ async function connect(deployment: { deploymentId: string; methodId: string }) {
 }
 
 describe("MCP OAuth: discovered authorization server", () => {
-  it("discovers, registers dynamically and connects a remote server added by URL; the session calls it", async () => {
+  it("discovers, registers dynamically and connects a catalog remote server; the session calls it", async () => {
     const deployment = await mcpProvider();
     const { deploymentId } = deployment;
     const registrationsBefore = as.registrations;
@@ -125,6 +126,35 @@ describe("MCP OAuth: discovered authorization server", () => {
     expect(whoami).toBeDefined();
     expect(firstText(await mcp.callTool({ name: whoami?.name ?? "" }))).toBe("hello from behind OAuth");
     await mcp.close();
+  });
+
+  it("adds a remote server by URL: custom provider → deployment → setup session URL → session, no OAuth app", async () => {
+    const runner = await startRunner(t);
+    try {
+      const custom = await createRemote(t, as.mcpUrl, "Protected by URL");
+      const version = await waitForDeployment(t, custom.id, (await firstVersion(t, custom.id)).id);
+      expect(version.status).toBe("deployment_succeeded");
+    } finally {
+      await runner.stop();
+    }
+    const providerId = (
+      await t.db
+        .selectFrom("custom_providers")
+        .select("provider_id")
+        .where("name", "=", "Protected by URL")
+        .executeTakeFirstOrThrow()
+    ).provider_id;
+    const method = await t.db
+      .selectFrom("provider_auth_methods")
+      .select(["id", "type"])
+      .where("provider_id", "=", providerId)
+      .executeTakeFirstOrThrow();
+    expect(method.type).toBe("mcp_oauth");
+    const deployment = await deployProvider(t.client, providerId, "Protected");
+    const authConfigId = await connect({ deploymentId: deployment.id as string, methodId: method.id });
+    const [a, b] = await clientsOn(deployment.id as string, authConfigId);
+    expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await Promise.all([a.close(), b.close()]);
   });
 
   it("serves its Client ID Metadata Document at a stable URL", async () => {

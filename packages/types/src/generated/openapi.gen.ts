@@ -3675,7 +3675,7 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description An MCP server that already runs somewhere and is reached over HTTP. Deploying the version connects to it, runs `initialize` and `tools/list`, and records the tools on the provider version.
+         * @description An MCP server that already runs somewhere and is reached over HTTP. Deploying the version connects to it, runs `initialize` and `tools/list`, and records the tools on the provider version. The provider gets an `mcp_oauth` auth method: a server that answers 401 with `WWW-Authenticate` deploys without tools, and users sign in to it through a setup session of a deployment (the authorization server is discovered, the client registered by this server); its tools are then listed in sessions.
          * @example {
          *       "type": "remote",
          *       "remote_url": "https://mcp.example.com/mcp",
