@@ -295,4 +295,25 @@ describe("MCP OAuth: refresh", () => {
     expect(firstText(await c?.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
     await c?.close();
   });
+
+  it("never sends a client or tokens bound to one issuer to another", async () => {
+    const deployment = await mcpProvider();
+    as.setAccessTokenTtl(5);
+    const authConfigId = await connect(deployment).finally(() => as.setAccessTokenTtl(3600));
+    // The registered client now says it belongs to another authorization server than the tokens' issuer.
+    await t.db
+      .updateTable("provider_auth_credentials")
+      .set({ issuer: "https://other-issuer.example.test" })
+      .where("id", "=", (await authConfig(authConfigId)).provider_auth_credentials_id ?? "")
+      .execute();
+    const grants = as.grants.length + as.grantErrors.length;
+    const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
+    expect((await a.callTool({ name: "whoami" })).isError).toBe(true);
+    const config = await authConfig(authConfigId);
+    expect(config).toMatchObject({ status: "refresh_failed", issuer: as.issuer });
+    expect(config.status_reason).toMatch(/registered with another authorization server/);
+    // Refused before any request: the token endpoint saw nothing.
+    expect(as.grants.length + as.grantErrors.length).toBe(grants);
+    await Promise.all([a.close(), b.close()]);
+  });
 });
