@@ -168,10 +168,14 @@ export async function discover(serverUrl: string, fetchImpl: Fetch): Promise<Dis
       "The protected-resource metadata names a resource other than the server.",
     );
   }
-  const scope = challenge.scope ?? resourceMetadata.scopes_supported?.join(" ");
+  const scopes = (challenge.scope ?? resourceMetadata.scopes_supported?.join(" ") ?? "").split(" ").filter(Boolean);
+  // Many authorization servers issue refresh tokens only for `offline_access`; sessions outlive access tokens.
+  if (scopes.length && metadata.scopes_supported?.includes("offline_access") && !scopes.includes("offline_access")) {
+    scopes.push("offline_access");
+  }
   return {
     server: { issuer: metadata.issuer, metadata: metadata as unknown as JsonObject, resource },
-    scope: scope || undefined,
+    scope: scopes.length ? scopes.join(" ") : undefined,
   };
 }
 

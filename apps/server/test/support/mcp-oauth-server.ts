@@ -78,7 +78,6 @@ export async function startMcpOAuthServers(): Promise<McpOAuthServers> {
     scopes: ["openid", "offline_access"],
     pkce: { required: () => true },
     rotateRefreshToken: true,
-    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed("refresh_token"),
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     ttl: {
       Interaction: 600,
