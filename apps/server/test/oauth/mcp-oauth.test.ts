@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import { refreshMcpTokens } from "../../src/oauth/mcp-oauth.ts";
 import { openCredential, sealCredential } from "../../src/resources/provider-auth-configs/credential-data.ts";
+import { clientSecretAad } from "../../src/resources/provider-auth-credentials/service.ts";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import { bundledSpec } from "../../src/spec.ts";
 import { createRemote, firstVersion, startRunner, waitForDeployment } from "../custom-providers/support.ts";
@@ -126,6 +127,14 @@ describe("MCP OAuth: discovered authorization server", () => {
     expect(whoami).toBeDefined();
     expect(firstText(await mcp.callTool({ name: whoami?.name ?? "" }))).toBe("hello from behind OAuth");
     await mcp.close();
+
+    // Nothing secret reached the logs (debug level): tokens, the registered client's secret, the PKCE verifier.
+    const tokens = await storedTokens(authConfigId);
+    const secret = t.secrets.decrypt(client.client_secret_ciphertext ?? "", clientSecretAad(client.id));
+    for (const value of [tokens.access_token, tokens.refresh_token ?? "", secret]) {
+      expect(value.length).toBeGreaterThan(8);
+      expect(t.logs()).not.toContain(value);
+    }
   });
 
   it("adds a remote server by URL: custom provider → deployment → setup session URL → session, no OAuth app", async () => {
