@@ -99,7 +99,10 @@ export async function challengeOf(serverUrl: string, fetchImpl: Fetch): Promise<
 
 export interface Discovery {
   server: DiscoveredOAuthServer;
-  /** The scope to request: the 401 challenge's, else the resource's `scopes_supported`; undefined for none. */
+  /**
+   * The scope to request: the 401 challenge's, else the resource's `scopes_supported`, plus `offline_access` where
+   * the authorization server offers it; undefined for none.
+   */
   scope: string | undefined;
 }
 
