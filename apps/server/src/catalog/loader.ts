@@ -32,7 +32,7 @@ export interface CatalogEntry {
   }[];
   auth_methods: {
     key: string;
-    type: "oauth" | "token";
+    type: "oauth" | "token" | "mcp_oauth";
     name: string;
     description?: string | null;
     input_schema?: JsonObject;
@@ -222,7 +222,7 @@ export async function upsertEntry(trx: Transaction<Database>, entry: CatalogEntr
       type: m.type,
       name: m.name,
       description: m.description ?? null,
-      input_schema: JSON.stringify(m.type === "oauth" ? OAUTH_TOKEN_SCHEMA : (m.input_schema ?? {})),
+      input_schema: JSON.stringify(m.type !== "token" ? OAUTH_TOKEN_SCHEMA : (m.input_schema ?? {})),
       scopes: JSON.stringify(scopes),
       oauth: m.oauth ? JSON.stringify(m.oauth) : null,
       updated_at: now,
@@ -243,7 +243,7 @@ export async function upsertEntry(trx: Transaction<Database>, entry: CatalogEntr
     .execute();
 
   const current = entry.versions.find((v) => v.version === entry.current_version);
-  const onlyOAuth = entry.auth_methods.length > 0 && entry.auth_methods.every((m) => m.type === "oauth");
+  const onlyOAuth = entry.auth_methods.length > 0 && entry.auth_methods.every((m) => m.type !== "token");
   const variants = storedVariants(
     current
       ? { source: serverSource(current.runtime), schema: current.config_schema, createdAt: now.toISOString() }

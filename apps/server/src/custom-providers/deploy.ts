@@ -1,4 +1,5 @@
 import type { CatalogTool, CustomProviderSource, JsonObject, Runtime } from "../db/schema.ts";
+import { challengeOf } from "../oauth/mcp-oauth.ts";
 import type { UpstreamTarget } from "../runtimes/connect.ts";
 import { applyTransformer } from "../runtimes/transformer.ts";
 import { DockerEngine } from "./container-engine.ts";
@@ -32,8 +33,19 @@ export async function deployVersion(
   const { id: versionId, source, runtime } = version;
   switch (source.type) {
     case "remote": {
-      const { tools } = await probe(upstreamTarget(runtime, null), { timeoutMs: options.remoteTimeoutMs, signal });
-      return { runtime, tools };
+      try {
+        const { tools } = await probe(upstreamTarget(runtime, null), { timeoutMs: options.remoteTimeoutMs, signal });
+        return { runtime, tools };
+      } catch (error) {
+        // A server that wants MCP OAuth deploys without a tool list: its tools are listed once a user has signed
+        // in through the provider's `mcp_oauth` method, in a session.
+        const signIn =
+          error instanceof ProbeError && error.code !== "timeout" && runtime.type === "remote"
+            ? await challengeOf(runtime.url, fetch).catch(() => undefined)
+            : undefined;
+        if (signIn) return { runtime, tools: [] };
+        throw error;
+      }
     }
     case "function": {
       const started = { ...(await materializeFunction(options.functionsDir, versionId, source)), ...pick(runtime) };

@@ -58,7 +58,8 @@ export async function syncCustomProviderServer(trx: Db, customProviderId: string
     name: row.name,
     description: row.description,
     status: row.status,
-    // Custom providers declare no auth methods: whatever a token they need comes through their config.
+    // Custom providers declare no required auth: a token comes through their config, and a remote one's MCP OAuth
+    // method is used only by servers that ask for it.
     variants: JSON.stringify(storedVariants(current, { oauthRequired: false, status: row.status })),
     updated_at: now,
   };

@@ -106,12 +106,22 @@ export interface OAuthEndpoints {
   resource?: string;
 }
 
+/**
+ * An authorization server found by MCP OAuth discovery, as a flow and the auth config it creates keep it: the
+ * issuer, its RFC 8414 / OpenID metadata as validated, and the RFC 8707 resource (the MCP server) tokens are for.
+ */
+export interface DiscoveredOAuthServer {
+  issuer: string;
+  metadata: JsonObject;
+  resource: string | null;
+}
+
 export interface ProviderAuthMethodsTable {
   id: string;
   provider_id: string;
   provider_version_id: string | null;
   key: string;
-  type: "oauth" | "token";
+  type: "oauth" | "token" | "mcp_oauth";
   name: string;
   description: string | null;
   input_schema: Json<JsonObject>;
@@ -251,7 +261,12 @@ export interface ProviderAuthCredentialsTable {
   provider_deployment_id: string;
   type: "oauth";
   client_id: string;
-  client_secret_ciphertext: string;
+  /** Null for a public client (registered without a secret, or a Client ID Metadata Document URL). */
+  client_secret_ciphertext: string | null;
+  /** The issuer this client was registered with by MCP OAuth discovery; null for an app a user entered. */
+  issuer: string | null;
+  /** RFC 7591 `token_endpoint_auth_method` of a registered client; null sends the secret in the body. */
+  token_endpoint_auth_method: string | null;
   scopes: Json<string[]>;
   /** Nullable: a PATCH may clear it (the spec allows null names for credentials and auth configs). */
   name: string | null;
@@ -273,6 +288,9 @@ export interface ProviderAuthConfigsTable {
   status_reason: string | null;
   /** The encrypted credential data (token set or API token); null while pending. */
   credential_ciphertext: string | null;
+  /** MCP OAuth: the issuer the tokens were obtained from, and the server they are refreshed at. */
+  issuer: string | null;
+  oauth_server: NullableJson<DiscoveredOAuthServer>;
   expires_at: NullableTimestamp;
   name: string | null;
   description: string | null;
@@ -403,6 +421,8 @@ export interface OAuthFlowsTable {
   state_used_at: NullableTimestamp;
   /** The PKCE code verifier, encrypted. */
   verifier_ciphertext: string | null;
+  /** MCP OAuth: the authorization server the start page discovered, for the callback. */
+  oauth_server: NullableJson<DiscoveredOAuthServer>;
   expires_at: Timestamp;
   created_at: Timestamp;
   updated_at: Timestamp;

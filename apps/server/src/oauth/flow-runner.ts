@@ -2,13 +2,14 @@ import { timingSafeEqual } from "node:crypto";
 import { ApiError } from "@toolplane/server-stubs";
 import type { Logger } from "pino";
 import type { Db } from "../db/database.ts";
-import type { CredentialData, JsonObject, OAuthFlowStatus, Row } from "../db/schema.ts";
+import type { CredentialData, DiscoveredOAuthServer, JsonObject, OAuthFlowStatus, Row } from "../db/schema.ts";
 import { newId } from "../lib/ids.ts";
 import { assertMatchesSchema } from "../lib/json-schema.ts";
 import { sealCredential } from "../resources/provider-auth-configs/credential-data.ts";
 import { clientSecretAad } from "../resources/provider-auth-credentials/service.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
 import { EXPIRED_REASON, effectiveStatus, type FlowRow, kindOfPageSegment } from "./flows.ts";
+import { discover, McpOAuthClient, McpOAuthError } from "./mcp-oauth.ts";
 import {
   type Fetch,
   randomToken,
@@ -82,9 +83,11 @@ export interface FlowRunnerDeps {
  */
 export class OAuthFlowRunner {
   private readonly fetch: Fetch;
+  private readonly mcp: McpOAuthClient;
 
   constructor(private readonly deps: FlowRunnerDeps) {
     this.fetch = deps.fetch ?? fetch;
+    this.mcp = new McpOAuthClient({ ...deps, fetch: this.fetch });
   }
 
   get callbackUrl() {
@@ -103,6 +106,7 @@ export class OAuthFlowRunner {
       await this.markOpened(row, {});
       return { type: "form", title: method.name, fields: formFields(method.input_schema) };
     }
+    if (method.type === "mcp_oauth") return this.startMcp(row, method);
     const credentials = row.provider_auth_credentials_id
       ? await this.credentials(row.provider_auth_credentials_id)
       : undefined;
@@ -138,12 +142,53 @@ export class OAuthFlowRunner {
       code_challenge_method: "S256",
     };
     for (const [name, value] of Object.entries(ours)) url.searchParams.set(name, value);
+    return this.toAuthorization(row, url);
+  }
+
+  /** The redirect to an authorization endpoint, with the cookie that ties this browser to the flow. */
+  private toAuthorization(row: FlowRow, url: URL): PageResult {
     const secure = this.deps.publicUrl.startsWith("https:") ? "; Secure" : "";
     return {
       type: "redirect",
       location: url.href,
       cookie: `${FLOW_COOKIE}=${row.id}; Path=/oauth/callback; Max-Age=3600; HttpOnly; SameSite=Lax${secure}`,
     };
+  }
+
+  /**
+   * MCP OAuth's start: discovery and client registration happen now (not at creation), so a setup link always
+   * runs against the server's current metadata; what was found is kept on the flow for its callback.
+   */
+  private async startMcp(row: FlowRow, method: Row<"provider_auth_methods">): Promise<PageResult> {
+    const state = randomToken();
+    let location: URL;
+    try {
+      const { server, scope } = await discover(await this.mcp.serverUrl(row.provider_deployment_id), this.fetch);
+      const credentials = await this.mcp.clientFor(row, server);
+      const requested = row.config.scopes?.length
+        ? row.config.scopes.join(" ")
+        : (scope ?? method.scopes.map((s) => s.scope).join(" "));
+      const { authorizationUrl, codeVerifier } = await this.mcp.authorizationUrl(server, credentials, {
+        state,
+        scope: requested || undefined,
+        redirectUrl: this.callbackUrl,
+      });
+      location = authorizationUrl;
+      for (const [name, value] of Object.entries(row.config.extra_authorize_params ?? {})) {
+        if (!location.searchParams.has(name)) location.searchParams.set(name, value);
+      }
+      await this.markOpened(row, {
+        state_hash: sha256Hex(state),
+        state_used_at: null,
+        verifier_ciphertext: this.deps.secrets.encrypt(codeVerifier, verifierAad(row.id)),
+        provider_auth_credentials_id: credentials.id,
+        oauth_server: JSON.stringify(server),
+      });
+    } catch (err) {
+      if (!(err instanceof McpOAuthError)) throw err;
+      return this.fail(row, err.code, err.reason);
+    }
+    return this.toAuthorization(row, location);
   }
 
   /** POST of a token method's form (setup sessions): the values become a `manual` auth config. */
@@ -208,7 +253,22 @@ export class OAuthFlowRunner {
     const credentials = claimed.provider_auth_credentials_id
       ? await this.credentials(claimed.provider_auth_credentials_id)
       : undefined;
-    if (!method?.oauth || !credentials || !claimed.verifier_ciphertext) {
+    if (method?.type === "mcp_oauth" && credentials && claimed.oauth_server && claimed.verifier_ciphertext) {
+      const server = claimed.oauth_server;
+      try {
+        const tokens = await this.mcp.exchange(server, credentials, {
+          code: query.code,
+          iss: typeof query.iss === "string" ? query.iss : undefined,
+          verifier: this.deps.secrets.decrypt(claimed.verifier_ciphertext, verifierAad(claimed.id)),
+          redirectUrl: this.callbackUrl,
+        });
+        return this.complete(claimed, method, tokens, credentials.id, server);
+      } catch (err) {
+        if (!(err instanceof McpOAuthError)) throw err;
+        return this.fail(claimed, err.code, err.reason);
+      }
+    }
+    if (!method?.oauth || !credentials?.client_secret_ciphertext || !claimed.verifier_ciphertext) {
       return this.fail(claimed, "server_error", "The auth method or OAuth app of this setup no longer exists.");
     }
     let tokens: CredentialData;
@@ -277,7 +337,9 @@ export class OAuthFlowRunner {
 
   private async markOpened(
     row: FlowRow,
-    set: Partial<Pick<FlowRow, "state_hash" | "state_used_at" | "verifier_ciphertext">>,
+    set: Partial<
+      Pick<FlowRow, "state_hash" | "state_used_at" | "verifier_ciphertext" | "provider_auth_credentials_id">
+    > & { oauth_server?: string },
   ) {
     await this.deps.db
       .updateTable("oauth_flows")
@@ -321,6 +383,7 @@ export class OAuthFlowRunner {
     method: Row<"provider_auth_methods">,
     data: CredentialData,
     credentialsId: string | null,
+    server: DiscoveredOAuthServer | null = null,
   ): Promise<PageResult> {
     const now = new Date();
     const authConfigId = newId("pac");
@@ -340,6 +403,8 @@ export class OAuthFlowRunner {
             status: "active",
             status_reason: null,
             credential_ciphertext: sealCredential(this.deps.secrets, authConfigId, data),
+            issuer: server?.issuer ?? null,
+            oauth_server: server && JSON.stringify(server),
             expires_at: data.kind === "oauth" ? data.expires_at : null,
             name: row.name ?? method.name,
             description: row.description,

@@ -195,13 +195,18 @@ export class OAuthFlowStore {
       .executeTakeFirstOrThrow();
   }
 
-  /** The provider's auth method: the named one (404 unless it is the deployment provider's) or its first `oauth` one. */
+  /**
+   * The provider's auth method: the named one (404 unless it is the deployment provider's) or its first `oauth` or
+   * `mcp_oauth` one.
+   */
   async method(deployment: DeploymentRef, methodId: string | undefined, field: string) {
     let query = this.db
       .selectFrom("provider_auth_methods")
       .selectAll()
       .where("provider_id", "=", deployment.providerId);
-    query = methodId ? query.where("id", "=", methodId) : query.where("type", "=", "oauth").orderBy("id");
+    query = methodId
+      ? query.where("id", "=", methodId)
+      : query.where("type", "in", ["oauth", "mcp_oauth"]).orderBy("id");
     const method = await query.executeTakeFirst();
     if (method) return method;
     if (methodId) throw ApiError.notFound("provider.auth_method", methodId);

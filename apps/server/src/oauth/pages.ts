@@ -1,5 +1,6 @@
 import express, { type Request, type Response, Router } from "express";
 import { FLOW_COOKIE, type FlowRunnerDeps, OAuthFlowRunner, type PageResult } from "./flow-runner.ts";
+import { CLIENT_METADATA_PATH, clientMetadataDocument } from "./mcp-oauth.ts";
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c);
@@ -83,6 +84,10 @@ export function oauthPageRouter(deps: FlowRunnerDeps): Router {
       runner.submitToken(String(req.params.segment), String(req.params.id), queryOf(req).token, req.body ?? {}),
     ),
   );
+  // Public: an authorization server that supports Client ID Metadata Documents fetches it from the client_id URL.
+  router.get(CLIENT_METADATA_PATH, (_req, res) => {
+    res.set("cache-control", "public, max-age=3600").json(clientMetadataDocument(deps.publicUrl));
+  });
   router.get(
     "/oauth/callback",
     page((req) => runner.callback(queryOf(req), cookie(req, FLOW_COOKIE))),

@@ -5,6 +5,7 @@ import { gatewayLog } from "../observability/gateway.ts";
 import { openCredential, sealCredential } from "../resources/provider-auth-configs/credential-data.ts";
 import { clientSecretAad } from "../resources/provider-auth-credentials/service.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
+import { McpOAuthError, refreshMcpTokens } from "./mcp-oauth.ts";
 import { type Fetch, requestTokens, TokenEndpointError } from "./token-endpoint.ts";
 
 /** What a runtime needs to call an upstream MCP server on behalf of an auth config. */
@@ -107,30 +108,20 @@ export class UpstreamCredentials {
       if (!data.refresh_token) {
         return failClosed("expired", "The access token expired and there is no refresh token to renew it.");
       }
-      const endpoints = await this.refreshEndpoints(trx, row);
-      if (!endpoints) {
-        return failClosed(
-          "refresh_failed",
-          "The auth config has no OAuth app (auth credentials) or token endpoint to refresh with.",
-        );
-      }
       let fresh: OAuthData;
       try {
-        fresh = await requestTokens(
-          this.fetch,
-          endpoints.tokenEndpoint,
-          {
-            grant_type: "refresh_token",
-            refresh_token: data.refresh_token,
-            client_id: endpoints.clientId,
-            client_secret: endpoints.clientSecret,
-            ...(endpoints.resource ? { resource: endpoints.resource } : {}),
-          },
-          { now: this.now(), previousRefreshToken: data.refresh_token },
-        );
+        fresh = await this.refreshed(trx, row, data.refresh_token);
       } catch (err) {
-        if (!(err instanceof TokenEndpointError)) throw err;
-        return failClosed("refresh_failed", err.reason);
+        if (err instanceof McpOAuthError && err.code === "invalid_grant") {
+          return failClosed(
+            "refresh_failed",
+            "The authorization server refused the refresh token (invalid_grant): sign in again with a new setup " +
+              "session for the deployment.",
+          );
+        }
+        if (err instanceof TokenEndpointError || err instanceof McpOAuthError)
+          return failClosed("refresh_failed", err.reason);
+        throw err;
       }
       await trx
         .updateTable("provider_auth_configs")
@@ -154,7 +145,11 @@ export class UpstreamCredentials {
     );
   }
 
-  private async refreshEndpoints(trx: Db, row: Row<"provider_auth_configs">) {
+  /**
+   * New tokens for the row's refresh token. MCP OAuth tokens go back to the issuer they are bound to, with the
+   * client registered there; other OAuth tokens to the method's token endpoint with the deployment's OAuth app.
+   */
+  private async refreshed(trx: Db, row: Row<"provider_auth_configs">, refreshToken: string): Promise<OAuthData> {
     const method = await trx
       .selectFrom("provider_auth_methods")
       .select("oauth")
@@ -163,17 +158,40 @@ export class UpstreamCredentials {
     const credentials = row.provider_auth_credentials_id
       ? await trx
           .selectFrom("provider_auth_credentials")
-          .select(["id", "client_id", "client_secret_ciphertext"])
+          .selectAll()
           .where("id", "=", row.provider_auth_credentials_id)
           .executeTakeFirst()
       : undefined;
-    if (!method?.oauth || !credentials) return undefined;
-    return {
-      tokenEndpoint: method.oauth.token_endpoint,
-      resource: method.oauth.resource,
-      clientId: credentials.client_id,
-      clientSecret: this.deps.secrets.decrypt(credentials.client_secret_ciphertext, clientSecretAad(credentials.id)),
-    };
+    if (row.oauth_server && credentials) {
+      if (row.issuer !== row.oauth_server.issuer) {
+        throw new McpOAuthError("invalid_issuer", "The tokens are bound to another issuer than the one stored.");
+      }
+      return refreshMcpTokens(
+        { secrets: this.deps.secrets, fetch: this.fetch },
+        row.oauth_server,
+        credentials,
+        refreshToken,
+        this.now(),
+      );
+    }
+    if (!method?.oauth || !credentials?.client_secret_ciphertext) {
+      throw new TokenEndpointError(
+        "The auth config has no OAuth app (auth credentials) or token endpoint to refresh with.",
+        "invalid_client",
+      );
+    }
+    return requestTokens(
+      this.fetch,
+      method.oauth.token_endpoint,
+      {
+        grant_type: "refresh_token",
+        refresh_token: refreshToken,
+        client_id: credentials.client_id,
+        client_secret: this.deps.secrets.decrypt(credentials.client_secret_ciphertext, clientSecretAad(credentials.id)),
+        ...(method.oauth.resource ? { resource: method.oauth.resource } : {}),
+      },
+      { now: this.now(), previousRefreshToken: refreshToken },
+    );
   }
 }
 

@@ -539,7 +539,7 @@ export type ProviderAuthMethodScope = {
 };
 
 /**
- * A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used, and listed with their provider (`GET /providers/{provider_id}`).
+ * A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `mcp_oauth` methods run the same flow against an authorization server discovered from the remote MCP server itself; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used, and listed with their provider (`GET /providers/{provider_id}`).
  */
 export type ProviderAuthMethod = {
     /**
@@ -551,9 +551,9 @@ export type ProviderAuthMethod = {
      */
     id: string;
     /**
-     * How the method authenticates. `oauth`: the OAuth 2.0 authorization-code flow with PKCE (S256) against the provider's authorization server, through an OAuth setup or a setup session. `token`: the user enters a token whose fields `input_schema` describes.
+     * How the method authenticates. `oauth`: the OAuth 2.0 authorization-code flow with PKCE (S256) against the provider's authorization server, through an OAuth setup or a setup session. `mcp_oauth`: MCP authorization for a remote MCP server that answers 401 with `WWW-Authenticate`: its protected-resource metadata (RFC 9728) names the authorization server (RFC 8414, else OpenID discovery), the client is registered by this server (its Client ID Metadata Document where the authorization server supports it, else dynamic registration, RFC 7591, else the deployment's auth credentials), and the code flow with PKCE runs with the `resource` (RFC 8707) and scopes from the metadata and an `iss` check (RFC 9207); no auth credentials are needed. The tokens are bound to the issuer. `token`: the user enters a token whose fields `input_schema` describes.
      */
-    type: 'oauth' | 'token';
+    type: 'oauth' | 'token' | 'mcp_oauth';
     /**
      * Display name of the method.
      */
@@ -727,11 +727,11 @@ export type ProviderOAuthSetupCreate = {
      */
     is_ephemeral?: boolean;
     /**
-     * The deployment's auth credentials (`par_…`) to authenticate as. When omitted, the deployment's most recently created auth credentials are used; a deployment without any is a 400.
+     * The deployment's auth credentials (`par_…`) to authenticate as. When omitted, the deployment's most recently created auth credentials are used; a deployment without any is a 400 (except with an `mcp_oauth` method, which registers its own client where it can).
      */
     provider_auth_credentials_id?: string;
     /**
-     * The provider's auth method (`pam_…`) to run; it must be of type `oauth` (else 400). When omitted, the provider's first `oauth` method is used; a provider without one is a 400.
+     * The provider's auth method (`pam_…`) to run; it must be of type `oauth` or `mcp_oauth` (else 400). When omitted, the provider's first `oauth` or `mcp_oauth` method is used; a provider without one is a 400.
      */
     provider_auth_method_id?: string;
 };
@@ -1341,7 +1341,7 @@ export type CustomProviderList = {
 };
 
 /**
- * An MCP server that already runs somewhere and is reached over HTTP. Deploying the version connects to it, runs `initialize` and `tools/list`, and records the tools on the provider version.
+ * An MCP server that already runs somewhere and is reached over HTTP. Deploying the version connects to it, runs `initialize` and `tools/list`, and records the tools on the provider version. The provider gets an `mcp_oauth` auth method: a server that answers 401 with `WWW-Authenticate` deploys without tools, and users sign in to it through a setup session of a deployment (the authorization server is discovered, the client registered by this server); its tools are then listed in sessions.
  */
 export type CustomProviderFromRemote = {
     /**
@@ -2521,7 +2521,7 @@ export type ProviderSetupSessionCreate = {
      */
     providerAuthMethodId: string;
     /**
-     * The deployment's auth credentials (`par_…`, an OAuth app) to authenticate as, instead of the default: the deployment's most recently created auth credentials. Only for `oauth` auth methods (with a `token` method it is a 400); an `oauth` method on a deployment without any auth credentials is a 400.
+     * The deployment's auth credentials (`par_…`, an OAuth app) to authenticate as, instead of the default: the deployment's most recently created auth credentials. Only for `oauth` auth methods (with a `token` method it is a 400); an `oauth` method on a deployment without any auth credentials is a 400. An `mcp_oauth` method registers its own client and needs none; named ones are used where the authorization server offers no registration.
      */
     providerAuthCredentialsId?: string;
     /**

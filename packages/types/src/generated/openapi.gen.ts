@@ -2440,7 +2440,7 @@ export interface components {
             description: string | null;
         };
         /**
-         * @description A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used, and listed with their provider (`GET /providers/{provider_id}`).
+         * @description A way of authenticating to a provider, declared by the provider's specification in the catalog (or by a custom provider's version). `oauth` methods run the OAuth 2.0 authorization-code flow with PKCE; `mcp_oauth` methods run the same flow against an authorization server discovered from the remote MCP server itself; `token` methods take a token (API key, personal access token) the user enters. Auth methods have no endpoints of their own; they are embedded where they are used, and listed with their provider (`GET /providers/{provider_id}`).
          * @example {
          *       "object": "provider.auth_method",
          *       "id": "pam_01jqz7m3c8v4r2k9x5n6t0w1yg",
@@ -2498,10 +2498,10 @@ export interface components {
              */
             id: string;
             /**
-             * @description How the method authenticates. `oauth`: the OAuth 2.0 authorization-code flow with PKCE (S256) against the provider's authorization server, through an OAuth setup or a setup session. `token`: the user enters a token whose fields `input_schema` describes.
+             * @description How the method authenticates. `oauth`: the OAuth 2.0 authorization-code flow with PKCE (S256) against the provider's authorization server, through an OAuth setup or a setup session. `mcp_oauth`: MCP authorization for a remote MCP server that answers 401 with `WWW-Authenticate`: its protected-resource metadata (RFC 9728) names the authorization server (RFC 8414, else OpenID discovery), the client is registered by this server (its Client ID Metadata Document where the authorization server supports it, else dynamic registration, RFC 7591, else the deployment's auth credentials), and the code flow with PKCE runs with the `resource` (RFC 8707) and scopes from the metadata and an `iss` check (RFC 9207); no auth credentials are needed. The tokens are bound to the issuer. `token`: the user enters a token whose fields `input_schema` describes.
              * @enum {string}
              */
-            type: "oauth" | "token";
+            type: "oauth" | "token" | "mcp_oauth";
             /**
              * @description Display name of the method.
              * @example GitHub OAuth
@@ -2763,9 +2763,9 @@ export interface components {
              * @default false
              */
             is_ephemeral?: boolean;
-            /** @description The deployment's auth credentials (`par_…`) to authenticate as. When omitted, the deployment's most recently created auth credentials are used; a deployment without any is a 400. */
+            /** @description The deployment's auth credentials (`par_…`) to authenticate as. When omitted, the deployment's most recently created auth credentials are used; a deployment without any is a 400 (except with an `mcp_oauth` method, which registers its own client where it can). */
             provider_auth_credentials_id?: string;
-            /** @description The provider's auth method (`pam_…`) to run; it must be of type `oauth` (else 400). When omitted, the provider's first `oauth` method is used; a provider without one is a 400. */
+            /** @description The provider's auth method (`pam_…`) to run; it must be of type `oauth` or `mcp_oauth` (else 400). When omitted, the provider's first `oauth` or `mcp_oauth` method is used; a provider without one is a 400. */
             provider_auth_method_id?: string;
         };
         /**
@@ -3675,7 +3675,7 @@ export interface components {
             pagination: components["schemas"]["Pagination"];
         };
         /**
-         * @description An MCP server that already runs somewhere and is reached over HTTP. Deploying the version connects to it, runs `initialize` and `tools/list`, and records the tools on the provider version.
+         * @description An MCP server that already runs somewhere and is reached over HTTP. Deploying the version connects to it, runs `initialize` and `tools/list`, and records the tools on the provider version. The provider gets an `mcp_oauth` auth method: a server that answers 401 with `WWW-Authenticate` deploys without tools, and users sign in to it through a setup session of a deployment (the authorization server is discovered, the client registered by this server); its tools are then listed in sessions.
          * @example {
          *       "type": "remote",
          *       "remote_url": "https://mcp.example.com/mcp",
@@ -5536,7 +5536,7 @@ export interface components {
         ProviderSetupSessionCreate: {
             /** @description The auth method (`pam_…`) of the deployment's provider to collect credentials for; another provider's method is a 404. */
             providerAuthMethodId: string;
-            /** @description The deployment's auth credentials (`par_…`, an OAuth app) to authenticate as, instead of the default: the deployment's most recently created auth credentials. Only for `oauth` auth methods (with a `token` method it is a 400); an `oauth` method on a deployment without any auth credentials is a 400. */
+            /** @description The deployment's auth credentials (`par_…`, an OAuth app) to authenticate as, instead of the default: the deployment's most recently created auth credentials. Only for `oauth` auth methods (with a `token` method it is a 400); an `oauth` method on a deployment without any auth credentials is a 400. An `mcp_oauth` method registers its own client and needs none; named ones are used where the authorization server offers no registration. */
             providerAuthCredentialsId?: string;
             /**
              * Format: uri

@@ -1,5 +1,6 @@
 import { ApiError } from "@toolplane/server-stubs";
 import type { components, operations } from "@toolplane/types";
+import { OAUTH_TOKEN_SCHEMA } from "../../catalog/loader.ts";
 import { createVersion } from "../../custom-providers/environments.ts";
 import { notifyDeployJobs } from "../../custom-providers/job-runner.ts";
 import { syncCustomProviderServer } from "../../custom-providers/server.ts";
@@ -78,6 +79,27 @@ export class CustomProviderService {
       const now = new Date();
       const publisherId = await this.publisherOf(trx, instanceId);
       const providerId = await this.insertProvider(trx, instanceId, publisherId, body);
+      // A server added by URL may want MCP OAuth: its sign-in is discovered from the server, nothing to declare.
+      if (body.from.type === "remote") {
+        await trx
+          .insertInto("provider_auth_methods")
+          .values({
+            id: newId("pam"),
+            provider_id: providerId,
+            provider_version_id: null,
+            key: "mcp_oauth",
+            type: "mcp_oauth",
+            name: "Sign in to the MCP server",
+            description:
+              "MCP OAuth: the authorization server is discovered from the server, the client registered by Toolplane.",
+            input_schema: JSON.stringify(OAUTH_TOKEN_SCHEMA),
+            scopes: JSON.stringify([]),
+            oauth: null,
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+      }
       await trx
         .insertInto("provider_listings")
         .values({

@@ -1,8 +1,9 @@
 import type { components } from "@toolplane/types";
-import type { CredentialData, JsonObject } from "../../db/schema.ts";
+import type { CredentialData, JsonObject, Row } from "../../db/schema.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
 
 type ExportValue = components["schemas"]["ProviderAuthExport"]["value"];
+type AuthMethodType = Row<"provider_auth_methods">["type"];
 
 export const credentialAad = (authConfigId: string) => `provider_auth_configs:${authConfigId}`;
 export const exportAad = (exportId: string) => `provider_auth_exports:${exportId}`;
@@ -24,16 +25,16 @@ export function exportValue(data: CredentialData): ExportValue {
  * The schema an import `value` must satisfy for an auth method: its input schema (the token set for OAuth
  * methods), also allowing the `type` member an export carries so exports can be imported as they are.
  */
-export function importSchema(method: { type: "oauth" | "token"; input_schema: JsonObject }): JsonObject {
+export function importSchema(method: { type: AuthMethodType; input_schema: JsonObject }): JsonObject {
   const properties = (method.input_schema.properties as JsonObject | undefined) ?? {};
   return {
     ...method.input_schema,
-    properties: { ...properties, type: { const: method.type === "oauth" ? "oauth" : "manual" } },
+    properties: { ...properties, type: { const: method.type === "token" ? "manual" : "oauth" } },
   };
 }
 
 /** An import `value` (already validated) as stored credential data. */
-export function credentialFromImport(method: { type: "oauth" | "token" }, value: JsonObject): CredentialData {
+export function credentialFromImport(method: { type: AuthMethodType }, value: JsonObject): CredentialData {
   const { type: _type, ...rest } = value;
   if (method.type === "token") return { kind: "manual", values: rest };
   return {

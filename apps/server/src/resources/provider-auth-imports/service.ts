@@ -87,7 +87,7 @@ export class ProviderAuthImportService {
         .updateTable("provider_auth_configs")
         .set({
           provider_auth_method_id: method.id,
-          type: method.type === "oauth" ? "oauth_manual" : "manual",
+          type: method.type === "token" ? "manual" : "oauth_manual",
           ...(method.type === "token" ? { provider_auth_credentials_id: null } : {}),
           status: expired ? "expired" : "active",
           status_reason: expired ? "The imported access token has expired and there is no refresh token." : null,

@@ -93,17 +93,17 @@ export class ProviderOAuthSetupService {
       );
     }
     const method = await this.flows.method(deployment, body.provider_auth_method_id, "provider_auth_method_id");
-    if (method.type !== "oauth") {
+    if (method.type === "token") {
       throw new ApiError("invalid_data", `Auth method ${method.id} is a ${method.type} method, not an OAuth one.`, {
         entity: "body",
         errors: [{ code: "enum", message: "is not an oauth auth method", path: ["provider_auth_method_id"] }],
       });
     }
-    const credentialsId = await this.flows.credentialsId(
-      deployment,
-      body.provider_auth_credentials_id,
-      "provider_auth_credentials_id",
-    );
+    // MCP OAuth registers its own client; auth credentials are only its last resort, and only when named.
+    const credentialsId =
+      method.type === "mcp_oauth" && body.provider_auth_credentials_id === undefined
+        ? null
+        : await this.flows.credentialsId(deployment, body.provider_auth_credentials_id, "provider_auth_credentials_id");
     const row = await this.flows.insert(deployment, {
       kind: KIND,
       method,

@@ -113,8 +113,9 @@ export class ProviderSetupSessionService {
         },
       );
     }
+    // MCP OAuth registers its own client; auth credentials are only its last resort, and only when named.
     const credentialsId =
-      method.type === "oauth"
+      method.type === "oauth" || (method.type === "mcp_oauth" && body.providerAuthCredentialsId !== undefined)
         ? await this.flows.credentialsId(deployment, body.providerAuthCredentialsId, "providerAuthCredentialsId")
         : null;
     const row = await this.flows.insert(deployment, {

@@ -96,10 +96,10 @@ describe("provider auth credentials: happy paths", () => {
     expect(row.client_secret_ciphertext).not.toContain(clientSecret);
     expect(JSON.stringify(row)).not.toContain(clientSecret);
     const box = new SecretBox([t.secretKey]);
-    expect(box.decrypt(row.client_secret_ciphertext, clientSecretAad(created.id))).toBe(clientSecret);
+    expect(box.decrypt(String(row.client_secret_ciphertext), clientSecretAad(created.id))).toBe(clientSecret);
     // Bound to the row: the same ciphertext does not open as another row's.
     expect(() =>
-      box.decrypt(row.client_secret_ciphertext, clientSecretAad("par_00000000000000000000000000")),
+      box.decrypt(String(row.client_secret_ciphertext), clientSecretAad("par_00000000000000000000000000")),
     ).toThrow();
     // The same secret twice gives two different ciphertexts.
     const twin = await createCredentials(t.client, deployment.id, { clientSecret });
@@ -109,7 +109,7 @@ describe("provider auth credentials: happy paths", () => {
       .where("id", "=", twin.id)
       .executeTakeFirstOrThrow();
     expect(twinRow.client_secret_ciphertext).not.toBe(row.client_secret_ciphertext);
-    expect(box.decrypt(twinRow.client_secret_ciphertext, clientSecretAad(twin.id))).toBe(clientSecret);
+    expect(box.decrypt(String(twinRow.client_secret_ciphertext), clientSecretAad(twin.id))).toBe(clientSecret);
   });
 
   it("defaults description and metadata to null and scopes to none", async () => {

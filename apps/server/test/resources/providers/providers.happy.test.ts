@@ -122,7 +122,8 @@ describe("providers: happy paths", () => {
       current_version: null,
       config_schema: null,
       versions: [{ object: "provider.version", version: "v1", status: "pending" }],
-      auth_methods: [],
+      // A server added by URL may ask for MCP OAuth: its method is there from the start.
+      auth_methods: [expect.objectContaining({ object: "provider.auth_method", type: "mcp_oauth", scopes: [] })],
       provider_listing_id: expect.stringMatching(/^plg_/),
       custom_provider_id: custom.id,
     });

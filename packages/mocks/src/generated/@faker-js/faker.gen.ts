@@ -311,7 +311,11 @@ export const fakeProviderAuthMethod = (options?: Options): ProviderAuthMethod =>
     return {
         object: 'provider.auth_method',
         id: f.string.uuid(),
-        type: f.helpers.arrayElement(['oauth', 'token']),
+        type: f.helpers.arrayElement([
+            'oauth',
+            'token',
+            'mcp_oauth'
+        ]),
         name: f.string.sample(),
         description: f.datatype.boolean() ? f.lorem.sentence() : null,
         input_schema: fakeJsonSchemaObject(),

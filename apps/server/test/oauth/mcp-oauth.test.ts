@@ -1,0 +1,328 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { unwrap } from "@toolplane/client";
+import { pino } from "pino";
+import { afterAll, describe, expect, it } from "vitest";
+import { createApp } from "../../src/app.ts";
+import { refreshMcpTokens } from "../../src/oauth/mcp-oauth.ts";
+import { openCredential, sealCredential } from "../../src/resources/provider-auth-configs/credential-data.ts";
+import { clientSecretAad } from "../../src/resources/provider-auth-credentials/service.ts";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import { bundledSpec } from "../../src/spec.ts";
+import { createRemote, firstVersion, startRunner, waitForDeployment } from "../custom-providers/support.ts";
+import { connectMcp, createSession, deploymentRef, deployProvider, firstText } from "../mcp/gateway-fixtures.ts";
+import { loadTestCatalog } from "../support/catalog-fixtures.ts";
+import { fixture } from "../support/fixture.ts";
+import { browse, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
+import { redirectQuery, startOAuthTestServer } from "./support.ts";
+
+const t = fixture(startOAuthTestServer, (server) => server.close());
+/** A second server process (replica) over the same database: its own gateway, credential cache and refreshes. */
+const replica = fixture(
+  async () => {
+    const app = createApp({
+      db: t.db,
+      spec: bundledSpec,
+      logger: pino({ level: "silent" }),
+      publicUrl: t.url,
+      bodyLimitBytes: 64 * 1024,
+      secrets: t.secrets,
+    });
+    const server = app.listen(0, "127.0.0.1");
+    await new Promise<void>((resolve) => server.once("listening", resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  },
+  async ({ server }: { server: Server }) => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  },
+);
+const as = fixture(startMcpOAuthServers, (servers) => servers.close());
+afterAll(() => upstreams.closeAll());
+
+let counter = 0;
+
+/** A catalog provider for the protected MCP server, with only an `mcp_oauth` method: nothing about its OAuth. */
+async function mcpProvider() {
+  const slug = `mcp-oauth-${++counter}`;
+  const loaded = await loadTestCatalog(t.db, [
+    {
+      slug,
+      name: "Protected",
+      publisher: { slug: "toolplane-tests", name: "Toolplane tests" },
+      current_version: "1.0.0",
+      versions: [
+        {
+          version: "1.0.0",
+          status: "released",
+          runtime: { type: "remote", url: as.mcpUrl, protocol: "streamable_http" },
+          config_schema: { type: "object", properties: {}, additionalProperties: false },
+          tools: [],
+        },
+      ],
+      auth_methods: [{ key: "mcp", type: "mcp_oauth", name: "Sign in" }],
+    },
+  ]);
+  const providerId = loaded[slug]?.providerId ?? "";
+  const deployment = await deployProvider(t.client, providerId, slug);
+  const method = await t.db
+    .selectFrom("provider_auth_methods")
+    .select("id")
+    .where("provider_id", "=", providerId)
+    .executeTakeFirstOrThrow();
+  return { providerId, deploymentId: deployment.id as string, methodId: method.id };
+}
+
+const setupSession = ({ deploymentId, methodId }: { deploymentId: string; methodId: string }) =>
+  unwrap(
+    t.client.POST("/provider-deployments/{provider_deployment_id}/setup-sessions", {
+      params: { path: { provider_deployment_id: deploymentId } },
+      body: { providerAuthMethodId: methodId, redirectUrl: "https://app.example.test/done" },
+    }),
+  );
+
+const authConfig = (id: string) =>
+  t.db.selectFrom("provider_auth_configs").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+
+/** A setup session of a fresh deployment, completed through the real browser flow; its auth config's id. */
+async function connect(deployment: { deploymentId: string; methodId: string }) {
+  const session = await setupSession(deployment);
+  const { callback } = await browse(session.url ?? "");
+  const outcome = redirectQuery(callback as Response);
+  expect(outcome).toMatchObject({ status: "completed" });
+  return outcome.provider_auth_config_id ?? "";
+}
+
+describe("MCP OAuth: discovered authorization server", () => {
+  it("discovers, registers dynamically and connects a catalog remote server; the session calls it", async () => {
+    const deployment = await mcpProvider();
+    const { deploymentId } = deployment;
+    const registrationsBefore = as.registrations;
+    const authConfigId = await connect(deployment);
+
+    const config = await authConfig(authConfigId);
+    expect(config).toMatchObject({ status: "active", type: "oauth_automated", issuer: as.issuer });
+    expect(config.oauth_server).toMatchObject({ issuer: as.issuer, resource: as.mcpUrl });
+    const client = await t.db
+      .selectFrom("provider_auth_credentials")
+      .selectAll()
+      .where("id", "=", config.provider_auth_credentials_id ?? "")
+      .executeTakeFirstOrThrow();
+    expect(client).toMatchObject({ issuer: as.issuer, token_endpoint_auth_method: "client_secret_basic" });
+    expect(as.registrations).toBe(registrationsBefore + 1);
+
+    // A second sign-in for the deployment reuses the client registered with the same issuer.
+    await connect(deployment);
+    expect(as.registrations).toBe(registrationsBefore + 1);
+
+    const session = await createSession(t.client, [
+      {
+        provider_deployment: deploymentRef(deploymentId),
+        provider_auth_config: { type: "reference", provider_auth_config_id: authConfigId },
+      },
+    ]);
+    const mcp = await connectMcp(t, session);
+    const { tools } = await mcp.listTools();
+    const whoami = tools.find((tool) => tool.name.endsWith("whoami"));
+    expect(whoami).toBeDefined();
+    expect(firstText(await mcp.callTool({ name: whoami?.name ?? "" }))).toBe("hello from behind OAuth");
+    await mcp.close();
+
+    // Nothing secret reached the logs (debug level): tokens, the registered client's secret, the PKCE verifier.
+    const tokens = await storedTokens(authConfigId);
+    const secret = t.secrets.decrypt(client.client_secret_ciphertext ?? "", clientSecretAad(client.id));
+    for (const value of [tokens.access_token, tokens.refresh_token ?? "", secret]) {
+      expect(value.length).toBeGreaterThan(8);
+      expect(t.logs()).not.toContain(value);
+    }
+  });
+
+  it("adds a remote server by URL: custom provider → deployment → setup session URL → session, no OAuth app", async () => {
+    const runner = await startRunner(t);
+    try {
+      const custom = await createRemote(t, as.mcpUrl, "Protected by URL");
+      const version = await waitForDeployment(t, custom.id, (await firstVersion(t, custom.id)).id);
+      expect(version.status).toBe("deployment_succeeded");
+    } finally {
+      await runner.stop();
+    }
+    const providerId = (
+      await t.db
+        .selectFrom("custom_providers")
+        .select("provider_id")
+        .where("name", "=", "Protected by URL")
+        .executeTakeFirstOrThrow()
+    ).provider_id;
+    const method = await t.db
+      .selectFrom("provider_auth_methods")
+      .select(["id", "type"])
+      .where("provider_id", "=", providerId)
+      .executeTakeFirstOrThrow();
+    expect(method.type).toBe("mcp_oauth");
+    const deployment = await deployProvider(t.client, providerId, "Protected");
+    const authConfigId = await connect({ deploymentId: deployment.id as string, methodId: method.id });
+    const [a, b] = await clientsOn(deployment.id as string, authConfigId);
+    expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("serves its Client ID Metadata Document at a stable URL", async () => {
+    const res = await fetch(`${t.url}/oauth/client-metadata.json`);
+    expect(res.status).toBe(200);
+    const document = (await res.json()) as Record<string, unknown>;
+    expect(document).toMatchObject({
+      client_id: `${t.url}/oauth/client-metadata.json`,
+      redirect_uris: [`${t.url}/oauth/callback`],
+      token_endpoint_auth_method: "none",
+    });
+  });
+
+  it("fails the flow on an issuer mismatch in the authorization response (RFC 9207)", async () => {
+    const deployment = await mcpProvider();
+    const session = await setupSession(deployment);
+    const { callback } = await browse(session.url ?? "", {
+      beforeCallback: (url) => url.searchParams.set("iss", "https://attacker.example.test"),
+    });
+    expect(redirectQuery(callback as Response)).toMatchObject({ status: "failed", error: "invalid_issuer" });
+    expect(
+      await t.db
+        .selectFrom("provider_auth_configs")
+        .where("provider_deployment_id", "=", deployment.deploymentId)
+        .select("id")
+        .execute(),
+    ).toEqual([]);
+  });
+
+  it.each([
+    ["missing", /publishes no protected-resource metadata/],
+    ["malformed", /protected-resource metadata \(RFC 9728\) is malformed/],
+  ] as const)("fails the flow clearly when the protected-resource metadata is %s", async (mode, reason) => {
+    const deployment = await mcpProvider();
+    as.setMetadata(mode);
+    try {
+      const session = await setupSession(deployment);
+      const start = await fetch(session.url ?? "", { redirect: "manual" });
+      const outcome = redirectQuery(start);
+      expect(outcome).toMatchObject({ status: "failed", error: "invalid_metadata" });
+      expect(outcome.error_description).toMatch(reason);
+    } finally {
+      as.setMetadata("ok");
+    }
+  });
+});
+
+/** The stored token set of an auth config, decrypted as the app does. */
+async function storedTokens(authConfigId: string) {
+  const row = await authConfig(authConfigId);
+  const data = openCredential(t.secrets, row.id, row.credential_ciphertext ?? "");
+  if (data.kind !== "oauth") throw new Error("not an OAuth credential");
+  return data;
+}
+
+/** A session on the deployment through the auth config, and an MCP client of it on each server process. */
+async function clientsOn(deploymentId: string, authConfigId: string) {
+  const session = await createSession(t.client, [
+    {
+      provider_deployment: deploymentRef(deploymentId),
+      provider_auth_config: { type: "reference", provider_auth_config_id: authConfigId },
+    },
+  ]);
+  return Promise.all([connectMcp(t, session), connectMcp({ url: replica.url }, session)]);
+}
+
+describe("MCP OAuth: refresh", () => {
+  it("refreshes an expiring token once across two server processes under concurrent calls, storing the rotated refresh token", async () => {
+    const deployment = await mcpProvider();
+    const authConfigId = await connect(deployment);
+    const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
+    // Time passes: the token now has less left than the refresh margin, so the next use must refresh it.
+    const before = await storedTokens(authConfigId);
+    await t.db
+      .updateTable("provider_auth_configs")
+      .set({
+        credential_ciphertext: sealCredential(t.secrets, authConfigId, {
+          ...before,
+          expires_at: new Date(Date.now() + 5_000).toISOString(),
+        }),
+      })
+      .where("id", "=", authConfigId)
+      .execute();
+    const refreshesBefore = as.grants.filter((g) => g === "refresh_token").length;
+
+    const calls = [a, b, a, b, a, b].map((client) => client.callTool({ name: "whoami" }));
+    const results = await Promise.all(calls);
+    expect(results.map(firstText)).toEqual(Array(6).fill("hello from behind OAuth"));
+
+    // One refresh for all six calls on both processes: a second one would have reused the rotated-away refresh
+    // token, which oidc-provider answers with invalid_grant (and the revocation of the whole grant).
+    expect(as.grants.filter((g) => g === "refresh_token").length).toBe(refreshesBefore + 1);
+    expect(as.grantErrors).toEqual([]);
+    const after = await storedTokens(authConfigId);
+    expect(after.refresh_token).not.toBe(before.refresh_token);
+    expect(after.access_token).not.toBe(before.access_token);
+    expect((await authConfig(authConfigId)).status).toBe("active");
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("marks the auth config failed on invalid_grant and asks for re-authentication, which a new setup session gives", async () => {
+    const deployment = await mcpProvider();
+    as.setAccessTokenTtl(5);
+    const authConfigId = await connect(deployment).finally(() => as.setAccessTokenTtl(3600));
+    // Someone else redeems the refresh token first: with rotation, ours is then spent.
+    const row = await authConfig(authConfigId);
+    const client = await t.db
+      .selectFrom("provider_auth_credentials")
+      .selectAll()
+      .where("id", "=", row.provider_auth_credentials_id ?? "")
+      .executeTakeFirstOrThrow();
+    const stolen = await storedTokens(authConfigId);
+    await refreshMcpTokens(
+      { secrets: t.secrets, fetch },
+      row.oauth_server ?? { issuer: "", metadata: {}, resource: null },
+      client,
+      stolen.refresh_token ?? "",
+      new Date(),
+    );
+
+    const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
+    const failed = await a.callTool({ name: "whoami" });
+    expect(failed.isError).toBe(true);
+    expect(firstText(failed)).toMatch(/needs re-authentication.*invalid_grant.*POST \/provider-setup-sessions/);
+    const config = await authConfig(authConfigId);
+    expect(config.status).toBe("refresh_failed");
+    expect(config.status_reason).toMatch(/invalid_grant/);
+    expect(config.status_reason).not.toContain(stolen.refresh_token ?? "-");
+    // The other process fails closed too, without trying the spent token again.
+    const grantErrors = as.grantErrors.length;
+    expect((await b.callTool({ name: "whoami" })).isError).toBe(true);
+    expect(as.grantErrors.length).toBe(grantErrors);
+    await Promise.all([a.close(), b.close()]);
+
+    // Re-authentication: a new setup session, the same registered client, a working connection.
+    const renewed = await connect(deployment);
+    const [c] = await clientsOn(deployment.deploymentId, renewed);
+    expect(firstText(await c?.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await c?.close();
+  });
+
+  it("never sends a client or tokens bound to one issuer to another", async () => {
+    const deployment = await mcpProvider();
+    as.setAccessTokenTtl(5);
+    const authConfigId = await connect(deployment).finally(() => as.setAccessTokenTtl(3600));
+    // The registered client now says it belongs to another authorization server than the tokens' issuer.
+    await t.db
+      .updateTable("provider_auth_credentials")
+      .set({ issuer: "https://other-issuer.example.test" })
+      .where("id", "=", (await authConfig(authConfigId)).provider_auth_credentials_id ?? "")
+      .execute();
+    const grants = as.grants.length + as.grantErrors.length;
+    const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
+    expect((await a.callTool({ name: "whoami" })).isError).toBe(true);
+    const config = await authConfig(authConfigId);
+    expect(config).toMatchObject({ status: "refresh_failed", issuer: as.issuer });
+    expect(config.status_reason).toMatch(/registered with another authorization server/);
+    // Refused before any request: the token endpoint saw nothing.
+    expect(as.grants.length + as.grantErrors.length).toBe(grants);
+    await Promise.all([a.close(), b.close()]);
+  });
+});
