@@ -7,9 +7,9 @@ import type { Db } from "./db/database.ts";
 import { docsRouter } from "./http/docs.ts";
 import { errorHandler, notFoundRoute, RETRY_AFTER_SECONDS } from "./http/errors.ts";
 import { requestLogger } from "./http/logging.ts";
-import { portalPageRouter } from "./http/portal-page.ts";
 import { mcpGatewayRouter } from "./mcp/router.ts";
 import { oauthPageRouter } from "./oauth/pages.ts";
+import { portalRouter } from "./portal/pages.ts";
 import { createHandlers } from "./resources/index.ts";
 import type { SecretBox } from "./secrets/secret-box.ts";
 
@@ -42,7 +42,7 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "unavailable" });
   });
   app.use(docsRouter(deps.spec));
-  app.use(portalPageRouter(deps.db));
+  app.use(portalRouter(deps));
   app.use(mcpGatewayRouter(deps));
   app.use(oauthPageRouter(deps));
 
