@@ -256,7 +256,7 @@ describe("portal pages", () => {
     expect(listed.items.map((s) => s.id)).toEqual([signIn?.id]);
   });
 
-  it("stops a consumer's connection URLs at once when their sign-in, their access or they are revoked", async () => {
+  it("stops a consumer's connection URLs at once when their sign-in, their access, they or the portal go", async () => {
     const { portal, template, group } = await marketplace("Revocation");
     const path = { portal_id: portal.id };
 
@@ -303,6 +303,13 @@ describe("portal pages", () => {
       csrf: csrfOf((await third.get(`/p/${portal.id}`)).html, `/p/${portal.id}/sign-out`),
     });
     expect(denied.status).toBe(404);
+
+    // Deleting the portal ends what its consumers started.
+    const fourth = await signedInVisitor(portal.id, group);
+    await grant(t.tenant, portal.id, group, template.id);
+    const d = await connectTemplate(fourth, portal.id, template.id);
+    await unwrap(t.client.DELETE("/portals/{portal_id}", { params: { path } }));
+    expect(await mcpStatus(d.url, d.secret)).toBe(404);
   });
 
   it("keeps portals, consumers and cookies apart across portals and instances", async () => {

@@ -8,6 +8,7 @@ import { describedPatch } from "../../lib/patch.ts";
 import { insertWithUniqueSlug } from "../../lib/slugged-insert.ts";
 import { iso } from "../../lib/time.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
+import { endSessions } from "../sessions/service.ts";
 
 type Portal = components["schemas"]["Portal"];
 type PortalCreate = components["schemas"]["PortalCreate"];
@@ -103,14 +104,30 @@ export class PortalService {
     return this.toApi(row);
   }
 
-  /** Deletes the portal; its consumer access goes with it (ON DELETE CASCADE), consumer groups stay. */
+  /**
+   * Deletes the portal; its consumer access, consumers and invitations go with it (ON DELETE CASCADE), consumer
+   * groups stay. The sessions its consumers started end in the same transaction: nothing allows them any more.
+   */
   async delete(instanceId: string, id: string): Promise<Portal> {
-    const row = await this.db
-      .deleteFrom("portals")
-      .where("instance_id", "=", instanceId)
-      .where("id", "=", id)
-      .returningAll()
-      .executeTakeFirst();
+    const row = await this.db.transaction().execute(async (trx) => {
+      const started = await trx
+        .selectFrom("sessions")
+        .select("id")
+        .where("instance_id", "=", instanceId)
+        .where("portal_id", "=", id)
+        .execute();
+      await endSessions(
+        trx,
+        started.map((s) => s.id),
+        "The portal the session was started from was deleted.",
+      );
+      return trx
+        .deleteFrom("portals")
+        .where("instance_id", "=", instanceId)
+        .where("id", "=", id)
+        .returningAll()
+        .executeTakeFirst();
+    });
     if (!row) throw ApiError.notFound(PORTAL_ENTITY, id);
     return this.toApi(row);
   }
