@@ -120,6 +120,11 @@ describe("portal pages", () => {
     );
     expect(session).toMatchObject({ name: "My echo", consumer_id: consumerId, status: "active" });
 
+    const calls = await unwrap(
+      t.client.GET("/sessions/{session_id}/tool-calls", { params: { path: { session_id: connection.sessionId } } }),
+    );
+    expect(calls.items).toEqual([expect.objectContaining({ tool_key: "echo", consumer_id: consumerId })]);
+
     const after = await visitor.get(`/p/${portal.id}`);
     expect(after.html).toContain("My echo");
     expect(after.html).toContain(connection.url);

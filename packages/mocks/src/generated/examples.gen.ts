@@ -661,6 +661,7 @@ export function toolCallExample() {
         source: 'client',
         transport: 'tool_call',
         session_id: 'ses_01jqz7m3c8v4r2k9x5n6t0w1ye',
+        consumer_id: null,
         message_id: 'smg_01jqz7m3c8v4r2k9x5n6t0w1yk',
         session_provider_id: 'spv_01jqz7m3c8v4r2k9x5n6t0w1yf',
         connection_id: null,

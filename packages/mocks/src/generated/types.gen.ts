@@ -941,6 +941,10 @@ export type ToolCall = {
      */
     session_id: string;
     /**
+     * The portal consumer (`pcn_…`) whose session made the call (the session's `consumer_id`), or null.
+     */
+    consumer_id: string | null;
+    /**
      * The session message that carried the call (`smg_…`): the JSON-RPC request on the MCP endpoint, or the API request that created it.
      */
     message_id: string;

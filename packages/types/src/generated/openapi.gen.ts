@@ -3201,6 +3201,7 @@ export interface components {
          *       "source": "client",
          *       "transport": "tool_call",
          *       "session_id": "ses_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *       "consumer_id": null,
          *       "message_id": "smg_01jqz7m3c8v4r2k9x5n6t0w1yk",
          *       "session_provider_id": "spv_01jqz7m3c8v4r2k9x5n6t0w1yf",
          *       "connection_id": null,
@@ -3282,6 +3283,11 @@ export interface components {
              * @example ses_01jqz7m3c8v4r2k9x5n6t0w1ye
              */
             session_id: string;
+            /**
+             * @description The portal consumer (`pcn_…`) whose session made the call (the session's `consumer_id`), or null.
+             * @example null
+             */
+            consumer_id: string | null;
             /**
              * @description The session message that carried the call (`smg_…`): the JSON-RPC request on the MCP endpoint, or the API request that created it.
              * @example smg_01jqz7m3c8v4r2k9x5n6t0w1yk

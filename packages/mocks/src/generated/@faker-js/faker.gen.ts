@@ -517,6 +517,7 @@ export const fakeToolCall = (options?: Options): ToolCall => {
         source: f.helpers.arrayElement(['client', 'provider']),
         transport: f.helpers.arrayElement(['tool_call', 'mcp']),
         session_id: f.string.sample(),
+        consumer_id: f.datatype.boolean() ? f.string.sample() : null,
         message_id: f.string.sample(),
         session_provider_id: f.datatype.boolean() ? f.string.sample() : null,
         connection_id: f.datatype.boolean() ? f.string.sample() : null,
