@@ -57,6 +57,14 @@ const REFUSALS: Record<InvitationRefusal, { status: number; title: string; messa
   revoked: { status: 410, title: "Invitation withdrawn", message: "This invitation was withdrawn. Ask for a new one." },
 };
 
+/** An id from the path: anything not shaped like one of ours (NUL, stray bytes) is as unknown as a missing id. */
+const ID = /^[a-z]{3,4}_[0-9a-z]{26}$/;
+function pathId(req: Request, name: string): string {
+  const value = String(req.params[name]);
+  if (!ID.test(value)) throw new ApiError("not_found", "There is nothing at this address.");
+  return value;
+}
+
 const fmt = (d: Date) => `${d.toISOString().replace("T", " ").slice(0, 16)} UTC`;
 
 /**
@@ -106,7 +114,7 @@ export function portalRouter(deps: PortalPageDeps): Router {
         const portal = await deps.db
           .selectFrom("portals")
           .selectAll()
-          .where("id", "=", String(req.params.portalId))
+          .where("id", "=", ID.test(String(req.params.portalId)) ? String(req.params.portalId) : "")
           .where("status", "=", "active")
           .executeTakeFirst();
         if (!portal) {
@@ -239,7 +247,7 @@ ${calls.length ? html`<div class="card"><table><thead><tr><th>When</th><th>Conne
     memberPost(async (v) => {
       const name =
         typeof v.req.body.name === "string" && v.req.body.name.trim() ? v.req.body.name.trim().slice(0, 255) : null;
-      const session = await market.startSession(v.portal, v.who, String(v.req.params.templateId), name);
+      const session = await market.startSession(v.portal, v.who, pathId(v.req, "templateId"), name);
       const url = session.connection_url ?? "";
       const configs = clientConfigs(session.name ?? "toolplane", url, session.secret ?? "");
       send(
@@ -270,7 +278,7 @@ ${configs.map(
     memberPost(async (v) => {
       const name = typeof v.req.body.name === "string" ? v.req.body.name.trim().slice(0, 255) : "";
       if (!name) throw new ApiError("bad_request", "A connection needs a name.");
-      await market.rename(v.who.consumer.id, String(v.req.params.sessionId), name);
+      await market.rename(v.who.consumer.id, pathId(v.req, "sessionId"), name);
       v.res.redirect(303, v.base);
     }),
   );
@@ -279,7 +287,7 @@ ${configs.map(
     "/p/:portalId/sessions/:sessionId/end",
     form,
     memberPost(async (v) => {
-      await market.end(v.who.consumer.id, String(v.req.params.sessionId));
+      await market.end(v.who.consumer.id, pathId(v.req, "sessionId"));
       v.res.redirect(303, v.base);
     }),
   );
@@ -346,7 +354,8 @@ ${configs.map(
 
   /** Refusals and failures on these pages are HTML pages, not the API's JSON. */
   const pageErrors: ErrorRequestHandler = (err, req, res, next) => {
-    if (!req.path.startsWith("/p/") || res.headersSent) return next(err);
+    // An undecodable path is the app's 400 like anywhere else.
+    if (!req.path.startsWith("/p/") || res.headersSent || err instanceof URIError) return next(err);
     // Our refusals, and the form parser's (too large, malformed), are the visitor's to read; anything else is ours.
     const parser = err as { status?: unknown; expose?: unknown };
     const parserStatus = parser.expose === true && typeof parser.status === "number" ? parser.status : null;

@@ -157,6 +157,9 @@ describe("portal pages", () => {
     const probe = await bob.post(renameAction, { csrf: bobToken, name: "hijacked" });
     expect(probe.status).toBe(404);
     expect((await bob.post(`/p/${portal.id}/sessions/${mine.sessionId}/end`, { csrf: bobToken })).status).toBe(404);
+    // Ids that are not ids (a NUL, stray text) are unknown too, not an error.
+    expect((await bob.post(`/p/${portal.id}/sessions/x%00y/end`, { csrf: bobToken })).status).toBe(404);
+    expect((await bob.get("/p/ptl_%00")).status).toBe(404);
     expect(await mcpStatus(mine.url, mine.secret)).toBe(200);
 
     const alicePage = await alice.get(`/p/${portal.id}`);
