@@ -8,11 +8,11 @@ import { docsRouter } from "./http/docs.ts";
 import { errorHandler, notFoundRoute, RETRY_AFTER_SECONDS } from "./http/errors.ts";
 import { idempotency } from "./http/idempotency.ts";
 import { requestLogger } from "./http/logging.ts";
-import { portalPageRouter } from "./http/portal-page.ts";
 import { mcpGatewayRouter } from "./mcp/router.ts";
 import { oauthPageRouter } from "./oauth/pages.ts";
 import { logGatewayTo } from "./observability/gateway.ts";
 import { httpMetrics, metricsEndpoint } from "./observability/metrics.ts";
+import { portalRouter } from "./portal/pages.ts";
 import { createHandlers } from "./resources/index.ts";
 import type { SecretBox } from "./secrets/secret-box.ts";
 
@@ -48,7 +48,7 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
   });
   app.get("/metrics", metricsEndpoint(process.env.TOOLPLANE_METRICS_TOKEN || undefined));
   app.use(docsRouter(deps.spec));
-  app.use(portalPageRouter(deps.db));
+  app.use(portalRouter(deps));
   app.use(mcpGatewayRouter(deps));
   app.use(oauthPageRouter(deps));
 

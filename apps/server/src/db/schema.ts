@@ -188,7 +188,62 @@ export interface PortalsTable {
   slug: string;
   description: string | null;
   brand_name: string | null;
+  brand_logo_url: string | null;
+  brand_primary_color: string | null;
+  brand_background_color: string | null;
   session_expiry_seconds: Generated<number>;
+  /** OpenID Connect sign-in; all null when consumers sign in with invitations only. */
+  oidc_issuer: string | null;
+  oidc_client_id: string | null;
+  oidc_client_secret_ciphertext: string | null;
+  oidc_scopes: NullableJson<string[]>;
+  oidc_groups_claim: string | null;
+  oidc_group_mapping: NullableJson<{ claim_value: string; consumer_group_id: string }[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PortalConsumersTable {
+  id: string;
+  instance_id: string;
+  portal_id: string;
+  status: ColumnType<"active" | "revoked", "active" | "revoked" | undefined>;
+  sign_in_method: "oidc" | "invitation";
+  /** `iss sub` of an OIDC consumer, the invitation id of an invitation consumer. */
+  identity: string;
+  subject: string | null;
+  name: string | null;
+  email: string | null;
+  consumer_group_ids: Json<string[]>;
+  last_signed_in_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** A consumer's sign-in: the server side of the portal cookie. */
+export interface PortalConsumerSessionsTable {
+  id: string;
+  instance_id: string;
+  portal_id: string;
+  consumer_id: string;
+  /** SHA-256 (hex) of the cookie's secret. */
+  token_hash: string;
+  expires_at: Timestamp;
+  revoked_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface PortalInvitationsTable {
+  id: string;
+  instance_id: string;
+  portal_id: string;
+  consumer_group_id: string;
+  /** SHA-256 (hex) of the link's secret. */
+  token_hash: string;
+  status: ColumnType<"pending" | "accepted" | "revoked", "pending" | "accepted" | "revoked" | undefined>;
+  consumer_id: string | null;
+  expires_at: Timestamp;
+  accepted_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -350,6 +405,11 @@ export interface SessionsTable {
   message_count: Generated<number>;
   /** `connection_status` is `connected` until then; the gateway extends it on MCP activity, clears it on close. */
   connected_until: NullableTimestamp;
+  /** Set for sessions a portal consumer started: who, through which sign-in, where and from which template. */
+  consumer_id: ColumnType<string | null, string | null | undefined, string | null>;
+  consumer_session_id: ColumnType<string | null, string | null | undefined, string | null>;
+  portal_id: ColumnType<string | null, string | null | undefined, string | null>;
+  portal_template_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -576,6 +636,9 @@ export interface Database {
   portals: PortalsTable;
   consumer_groups: ConsumerGroupsTable;
   portal_consumer_access: PortalConsumerAccessTable;
+  portal_consumers: PortalConsumersTable;
+  portal_consumer_sessions: PortalConsumerSessionsTable;
+  portal_invitations: PortalInvitationsTable;
   provider_deployments: ProviderDeploymentsTable;
   provider_config_vaults: ProviderConfigVaultsTable;
   provider_configs: ProviderConfigsTable;

@@ -11,6 +11,10 @@ import { customProviderHandlers } from "./custom-providers/handlers.ts";
 import { CustomProviderService } from "./custom-providers/service.ts";
 import { portalConsumerAccessHandlers } from "./portal-consumer-access/handlers.ts";
 import { PortalConsumerAccessService } from "./portal-consumer-access/service.ts";
+import { portalConsumerHandlers } from "./portal-consumers/handlers.ts";
+import { PortalConsumerService } from "./portal-consumers/service.ts";
+import { portalInvitationHandlers } from "./portal-invitations/handlers.ts";
+import { PortalInvitationService } from "./portal-invitations/service.ts";
 import { portalHandlers } from "./portals/handlers.ts";
 import { PortalService } from "./portals/service.ts";
 import { providerAuthConfigHandlers } from "./provider-auth-configs/handlers.ts";
@@ -62,7 +66,8 @@ export function createHandlers({
   publicUrl,
   secrets,
 }: Pick<AppDeps, "db" | "publicUrl" | "secrets">): Handlers<RequestContext> {
-  const portals = new PortalService(db, publicUrl);
+  const portals = new PortalService(db, publicUrl, secrets);
+  const consumers = new PortalConsumerService(db, portals);
   const providers = new ProviderService(db);
   const deployments = new ProviderDeploymentService(db);
   const authConfigs = new ProviderAuthConfigService(db);
@@ -84,7 +89,9 @@ export function createHandlers({
     providerAuthImports: providerAuthImportHandlers(authConfigPath, new ProviderAuthImportService(db, secrets)),
     providerGroups: providerGroupHandlers(new ProviderGroupService(db)),
     portals: portalHandlers(portals),
-    portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals)),
+    portalConsumerAccess: portalConsumerAccessHandlers(new PortalConsumerAccessService(db, portals, consumers)),
+    portalConsumers: portalConsumerHandlers(consumers),
+    portalInvitations: portalInvitationHandlers(new PortalInvitationService(db, portals, consumers)),
     servers: serverHandlers(new ServerService(db)),
     providers: providerHandlers(providers),
     providerVersions: providerVersionHandlers(new ProviderVersionService(db, providers)),

@@ -2,6 +2,8 @@ import { customProviderCommits } from "./custom-provider-commits.ts";
 import { customProviderVersions } from "./custom-provider-versions.ts";
 import { customProviders } from "./custom-providers.ts";
 import { portalConsumerAccess } from "./portal-consumer-access.ts";
+import { portalConsumers } from "./portal-consumers.ts";
+import { portalInvitations } from "./portal-invitations.ts";
 import { portals } from "./portals.ts";
 import { providerAuthConfigs } from "./provider-auth-configs.ts";
 import { providerAuthCredentials } from "./provider-auth-credentials.ts";
@@ -33,6 +35,8 @@ export const suites: Suite[] = [
   providerGroups,
   portals,
   portalConsumerAccess,
+  portalInvitations,
+  portalConsumers,
   servers,
   providerDeployments,
   providerConfigs,

@@ -661,6 +661,7 @@ export function toolCallExample() {
         source: 'client',
         transport: 'tool_call',
         session_id: 'ses_01jqz7m3c8v4r2k9x5n6t0w1ye',
+        consumer_id: null,
         message_id: 'smg_01jqz7m3c8v4r2k9x5n6t0w1yk',
         session_provider_id: 'spv_01jqz7m3c8v4r2k9x5n6t0w1yf',
         connection_id: null,
@@ -1425,6 +1426,7 @@ export function sessionExample() {
                 provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd'
             }
         ],
+        consumer_id: null,
         created_at: '2026-11-23T09:30:00.000Z',
         updated_at: '2026-11-23T09:30:00.000Z'
     };
@@ -2333,10 +2335,40 @@ export function portalStatusExample() {
     return 'active';
 }
 
+export function portalGroupMappingExample() {
+    return {
+        claim_value: 'engineering',
+        consumer_group_id: 'cgr_engineering'
+    };
+}
+
+export function portalOidcExample() {
+    return {
+        issuer: 'https://login.example.com',
+        client_id: 'toolplane-portal',
+        has_client_secret: true,
+        scopes: [
+            'openid',
+            'email',
+            'profile',
+            'groups'
+        ],
+        groups_claim: 'groups',
+        group_mapping: [
+            {
+                claim_value: 'engineering',
+                consumer_group_id: 'cgr_engineering'
+            }
+        ],
+        redirect_uri: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/sign-in/oidc/callback'
+    };
+}
+
 export function portalAuthExample() {
     return {
         object: 'portal.auth',
-        session_expiry_time_in_seconds: 86400
+        session_expiry_time_in_seconds: 86400,
+        oidc: null
     };
 }
 
@@ -2349,7 +2381,10 @@ export function portalUrlExample() {
 
 export function portalBrandExample() {
     return {
-        name: 'Acme Tools'
+        name: 'Acme Tools',
+        logo_url: null,
+        primary_color: '#0b6e4f',
+        background_color: null
     };
 }
 
@@ -2363,7 +2398,8 @@ export function portalExample() {
         description: 'The MCP servers Acme offers its customers.',
         auth: {
             object: 'portal.auth',
-            session_expiry_time_in_seconds: 86400
+            session_expiry_time_in_seconds: 86400,
+            oidc: null
         },
         urls: [
             {
@@ -2372,7 +2408,10 @@ export function portalExample() {
             }
         ],
         brand: {
-            name: null
+            name: null,
+            logo_url: null,
+            primary_color: null,
+            background_color: null
         },
         created_at: '2026-11-23T09:30:00.000Z',
         updated_at: '2026-11-23T09:30:00.000Z'
@@ -2395,6 +2434,38 @@ export function portalCreateExample() {
     return {
         name: 'Acme marketplace',
         description: 'The MCP servers Acme offers its customers.'
+    };
+}
+
+export function portalBrandUpdateExample() {
+    return {
+        name: 'Acme Tools',
+        primary_color: '#0b6e4f'
+    };
+}
+
+export function portalOidcUpdateExample() {
+    return {
+        issuer: 'https://login.example.com',
+        client_id: 'toolplane-portal',
+        client_secret: 's3cr3t',
+        scopes: [
+            'openid',
+            'email',
+            'profile',
+            'groups'
+        ],
+        groups_claim: 'groups'
+    };
+}
+
+export function portalAuthUpdateExample() {
+    return {
+        oidc: {
+            issuer: 'https://login.example.com',
+            client_id: 'toolplane-portal',
+            client_secret: 's3cr3t'
+        }
     };
 }
 
@@ -2519,6 +2590,97 @@ export function portalConsumerAccessCreateExample() {
             type: 'server_deployment_template',
             server_deployment_template_id: 'set_01jqz7m3c8v4r2k9x5n6t0w1yv'
         }
+    };
+}
+
+export function portalConsumerExample() {
+    return {
+        object: 'portal.consumer',
+        id: 'pcn_01jqz7m3c8v4r2k9x5n6t0w1z2',
+        portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+        status: 'active',
+        sign_in_method: 'oidc',
+        subject: '248289761001',
+        name: 'Jane Doe',
+        email: 'jane@example.com',
+        consumer_group_ids: [
+            'cgr_engineering'
+        ],
+        last_signed_in_at: '2026-11-23T09:30:00.000Z',
+        created_at: '2026-11-23T09:30:00.000Z',
+        updated_at: '2026-11-23T09:30:00.000Z'
+    };
+}
+
+export function portalConsumerListExample() {
+    return {
+        items: [],
+        pagination: {
+            has_more_before: false,
+            has_more_after: false,
+            next_cursor: null,
+            previous_cursor: null
+        }
+    };
+}
+
+export function portalConsumerSessionExample() {
+    return {
+        object: 'portal.consumer_session',
+        id: 'pcs_01jqz7m3c8v4r2k9x5n6t0w1z3',
+        portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+        consumer_id: 'pcn_01jqz7m3c8v4r2k9x5n6t0w1z2',
+        status: 'active',
+        expires_at: '2026-11-24T09:30:00.000Z',
+        revoked_at: null,
+        created_at: '2026-11-23T09:30:00.000Z'
+    };
+}
+
+export function portalConsumerSessionListExample() {
+    return {
+        items: [],
+        pagination: {
+            has_more_before: false,
+            has_more_after: false,
+            next_cursor: null,
+            previous_cursor: null
+        }
+    };
+}
+
+export function portalInvitationExample() {
+    return {
+        object: 'portal.invitation',
+        id: 'pci_01jqz7m3c8v4r2k9x5n6t0w1z4',
+        portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+        consumer_group_id: 'cgr_engineering',
+        status: 'pending',
+        url: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/invitations/tpi_9mQ3x',
+        consumer_id: null,
+        expires_at: '2026-11-30T09:30:00.000Z',
+        accepted_at: null,
+        created_at: '2026-11-23T09:30:00.000Z',
+        updated_at: '2026-11-23T09:30:00.000Z'
+    };
+}
+
+export function portalInvitationListExample() {
+    return {
+        items: [],
+        pagination: {
+            has_more_before: false,
+            has_more_after: false,
+            next_cursor: null,
+            previous_cursor: null
+        }
+    };
+}
+
+export function portalInvitationCreateExample() {
+    return {
+        consumer_group_id: 'cgr_engineering',
+        expires_in_seconds: 604800
     };
 }
 
@@ -2671,5 +2833,37 @@ export function providerAuthImportCreateWritableExample() {
             scope: 'repo read:org',
             expires_at: '2026-11-23T17:30:00.000Z'
         }
+    };
+}
+
+export function portalOidcUpdateWritableExample() {
+    return {
+        issuer: 'https://login.example.com',
+        client_id: 'toolplane-portal',
+        client_secret: 's3cr3t',
+        scopes: [
+            'openid',
+            'email',
+            'profile',
+            'groups'
+        ],
+        groups_claim: 'groups'
+    };
+}
+
+export function portalAuthUpdateWritableExample() {
+    return {
+        oidc: {
+            issuer: 'https://login.example.com',
+            client_id: 'toolplane-portal',
+            client_secret: 's3cr3t'
+        }
+    };
+}
+
+export function portalUpdateWritableExample() {
+    return {
+        brand_name: 'Acme Tools',
+        session_expiry_time_in_seconds: 3600
     };
 }

@@ -3,7 +3,7 @@
 
 import { http, type HttpHandler, HttpResponse, type HttpResponseResolver, type RequestHandlerOptions as RequestHandlerOptions2 } from 'msw';
 
-import type { AddProviderGroupListingData, AddProviderGroupListingResponses, ClientOptions, CreateCustomProviderCommitData, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionProviderData, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateProviderData, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallResponses, DeletePortalConsumerAccessResponses, DeletePortalResponses, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigResponses, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionResponses, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderResponses, GetCustomProviderCommitResponses, GetCustomProviderResponses, GetCustomProviderVersionResponses, GetPortalConsumerAccessResponses, GetPortalResponses, GetProviderAuthConfigResponses, GetProviderAuthCredentialsResponses, GetProviderAuthExportResponses, GetProviderAuthImportResponses, GetProviderAuthImportSchemaResponses, GetProviderConfigResponses, GetProviderConfigSchemaResponses, GetProviderConfigVaultResponses, GetProviderDeploymentResponses, GetProviderGroupResponses, GetProviderListingResponses, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionResponses, GetProviderVersionResponses, GetServerResponses, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallResponses, GetToolCallResponses, ListCustomProviderCommitsResponses, ListCustomProvidersResponses, ListCustomProviderVersionsResponses, ListPortalConsumerAccessResponses, ListPortalsResponses, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsResponses, ListProviderAuthExportsResponses, ListProviderAuthImportsResponses, ListProviderConfigsResponses, ListProviderConfigVaultsResponses, ListProviderDeploymentsResponses, ListProviderGroupsResponses, ListProviderListingsResponses, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsResponses, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsResponses, ListServersResponses, ListSessionProvidersResponses, ListSessionsResponses, ListSessionTemplateProvidersResponses, ListSessionTemplatesResponses, ListSessionToolCallsResponses, ListToolCallsResponses, RemoveProviderGroupListingResponses, UpdateCustomProviderData, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionProviderData, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from './types.gen';
+import type { AddProviderGroupListingData, AddProviderGroupListingResponses, ClientOptions, CreateCustomProviderCommitData, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalInvitationData, CreatePortalInvitationResponses, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionProviderData, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateProviderData, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallResponses, DeletePortalConsumerAccessResponses, DeletePortalResponses, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigResponses, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionResponses, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderResponses, GetCustomProviderCommitResponses, GetCustomProviderResponses, GetCustomProviderVersionResponses, GetPortalConsumerAccessResponses, GetPortalConsumerResponses, GetPortalInvitationResponses, GetPortalResponses, GetProviderAuthConfigResponses, GetProviderAuthCredentialsResponses, GetProviderAuthExportResponses, GetProviderAuthImportResponses, GetProviderAuthImportSchemaResponses, GetProviderConfigResponses, GetProviderConfigSchemaResponses, GetProviderConfigVaultResponses, GetProviderDeploymentResponses, GetProviderGroupResponses, GetProviderListingResponses, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionResponses, GetProviderVersionResponses, GetServerResponses, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallResponses, GetToolCallResponses, ListCustomProviderCommitsResponses, ListCustomProvidersResponses, ListCustomProviderVersionsResponses, ListPortalConsumerAccessResponses, ListPortalConsumerSessionsResponses, ListPortalConsumersResponses, ListPortalInvitationsResponses, ListPortalsResponses, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsResponses, ListProviderAuthExportsResponses, ListProviderAuthImportsResponses, ListProviderConfigsResponses, ListProviderConfigVaultsResponses, ListProviderDeploymentsResponses, ListProviderGroupsResponses, ListProviderListingsResponses, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsResponses, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsResponses, ListServersResponses, ListSessionProvidersResponses, ListSessionsResponses, ListSessionTemplateProvidersResponses, ListSessionTemplatesResponses, ListSessionToolCallsResponses, ListToolCallsResponses, RemoveProviderGroupListingResponses, RevokePortalConsumerResponses, RevokePortalConsumerSessionResponses, RevokePortalInvitationResponses, UpdateCustomProviderData, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionProviderData, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from './types.gen';
 
 export type RequestHandlerOptions = RequestHandlerOptions2 & {
     baseUrl?: ClientOptions['baseUrl'];
@@ -733,6 +733,7 @@ export function handleGetToolCall(response?: HandleGetToolCallResponse | HttpRes
             source: 'client',
             transport: 'tool_call',
             session_id: 'ses_01jqz7m3c8v4r2k9x5n6t0w1ye',
+            consumer_id: null,
             message_id: 'smg_01jqz7m3c8v4r2k9x5n6t0w1yk',
             session_provider_id: 'spv_01jqz7m3c8v4r2k9x5n6t0w1yf',
             connection_id: null,
@@ -814,6 +815,7 @@ export function handleCreateSessionToolCall(response?: HandleCreateSessionToolCa
             source: 'client',
             transport: 'tool_call',
             session_id: 'ses_01jqz7m3c8v4r2k9x5n6t0w1ye',
+            consumer_id: null,
             message_id: 'smg_01jqz7m3c8v4r2k9x5n6t0w1yk',
             session_provider_id: 'spv_01jqz7m3c8v4r2k9x5n6t0w1yf',
             connection_id: null,
@@ -868,6 +870,7 @@ export function handleGetSessionToolCall(response?: HandleGetSessionToolCallResp
             source: 'client',
             transport: 'tool_call',
             session_id: 'ses_01jqz7m3c8v4r2k9x5n6t0w1ye',
+            consumer_id: null,
             message_id: 'smg_01jqz7m3c8v4r2k9x5n6t0w1yk',
             session_provider_id: 'spv_01jqz7m3c8v4r2k9x5n6t0w1yf',
             connection_id: null,
@@ -1894,6 +1897,7 @@ export function handleCreateSession(response?: HandleCreateSessionResponse | Htt
                     provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
                     provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd'
                 }],
+            consumer_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -1938,6 +1942,7 @@ export function handleDeleteSession(response?: HandleDeleteSessionResponse | Htt
                     provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
                     provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd'
                 }],
+            consumer_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -1982,6 +1987,7 @@ export function handleGetSession(response?: HandleGetSessionResponse | HttpRespo
                     provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
                     provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd'
                 }],
+            consumer_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -2026,6 +2032,7 @@ export function handleUpdateSession(response?: HandleUpdateSessionResponse | Htt
                     provider_id: 'pro_01jqz7m3c8v4r2k9x5n6t0w1yc',
                     provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd'
                 }],
+            consumer_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -4169,9 +4176,18 @@ export function handleCreatePortal(response?: HandleCreatePortalResponse | HttpR
             name: 'Acme marketplace',
             slug: 'acme-marketplace',
             description: 'The MCP servers Acme offers its customers.',
-            auth: { object: 'portal.auth', session_expiry_time_in_seconds: 86400 },
+            auth: {
+                object: 'portal.auth',
+                session_expiry_time_in_seconds: 86400,
+                oidc: null
+            },
             urls: [{ type: 'portal', url: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys' }],
-            brand: { name: null },
+            brand: {
+                name: null,
+                logo_url: null,
+                primary_color: null,
+                background_color: null
+            },
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -4205,9 +4221,18 @@ export function handleDeletePortal(response?: HandleDeletePortalResponse | HttpR
             name: 'Acme marketplace',
             slug: 'acme-marketplace',
             description: 'The MCP servers Acme offers its customers.',
-            auth: { object: 'portal.auth', session_expiry_time_in_seconds: 86400 },
+            auth: {
+                object: 'portal.auth',
+                session_expiry_time_in_seconds: 86400,
+                oidc: null
+            },
             urls: [{ type: 'portal', url: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys' }],
-            brand: { name: null },
+            brand: {
+                name: null,
+                logo_url: null,
+                primary_color: null,
+                background_color: null
+            },
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -4241,9 +4266,18 @@ export function handleGetPortal(response?: HandleGetPortalResponse | HttpRespons
             name: 'Acme marketplace',
             slug: 'acme-marketplace',
             description: 'The MCP servers Acme offers its customers.',
-            auth: { object: 'portal.auth', session_expiry_time_in_seconds: 86400 },
+            auth: {
+                object: 'portal.auth',
+                session_expiry_time_in_seconds: 86400,
+                oidc: null
+            },
             urls: [{ type: 'portal', url: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys' }],
-            brand: { name: null },
+            brand: {
+                name: null,
+                logo_url: null,
+                primary_color: null,
+                background_color: null
+            },
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -4277,9 +4311,18 @@ export function handleUpdatePortal(response?: HandleUpdatePortalResponse | HttpR
             name: 'Acme marketplace',
             slug: 'acme-marketplace',
             description: 'The MCP servers Acme offers its customers.',
-            auth: { object: 'portal.auth', session_expiry_time_in_seconds: 86400 },
+            auth: {
+                object: 'portal.auth',
+                session_expiry_time_in_seconds: 86400,
+                oidc: null
+            },
             urls: [{ type: 'portal', url: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys' }],
-            brand: { name: null },
+            brand: {
+                name: null,
+                logo_url: null,
+                primary_color: null,
+                background_color: null
+            },
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -4448,6 +4491,318 @@ export function handleGetPortalConsumerAccess(response?: HandleGetPortalConsumer
                 id: 'cgr_01jqz7m3c8v4r2k9x5n6t0w1yw',
                 status: 'active'
             },
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleListPortalConsumersResponse = {
+    body: ListPortalConsumersResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /portals/{portal_id}/consumers` operation.
+ */
+export function handleListPortalConsumers(response?: HandleListPortalConsumersResponse | HttpResponseResolver<{
+    portal_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        portal_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/portals/:portal_id/consumers`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? { items: [], pagination: {
+                has_more_before: false,
+                has_more_after: false,
+                next_cursor: null,
+                previous_cursor: null
+            } };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleRevokePortalConsumerResponse = {
+    body: RevokePortalConsumerResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `DELETE /portals/{portal_id}/consumers/{consumer_id}` operation.
+ */
+export function handleRevokePortalConsumer(response?: HandleRevokePortalConsumerResponse | HttpResponseResolver<{
+    portal_id: string;
+    consumer_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.delete<{
+        portal_id: string;
+        consumer_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/portals/:portal_id/consumers/:consumer_id`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'portal.consumer',
+            id: 'pcn_01jqz7m3c8v4r2k9x5n6t0w1z2',
+            portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+            status: 'active',
+            sign_in_method: 'oidc',
+            subject: '248289761001',
+            name: 'Jane Doe',
+            email: 'jane@example.com',
+            consumer_group_ids: ['cgr_engineering'],
+            last_signed_in_at: '2026-11-23T09:30:00.000Z',
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleGetPortalConsumerResponse = {
+    body: GetPortalConsumerResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /portals/{portal_id}/consumers/{consumer_id}` operation.
+ */
+export function handleGetPortalConsumer(response?: HandleGetPortalConsumerResponse | HttpResponseResolver<{
+    portal_id: string;
+    consumer_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        portal_id: string;
+        consumer_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/portals/:portal_id/consumers/:consumer_id`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'portal.consumer',
+            id: 'pcn_01jqz7m3c8v4r2k9x5n6t0w1z2',
+            portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+            status: 'active',
+            sign_in_method: 'oidc',
+            subject: '248289761001',
+            name: 'Jane Doe',
+            email: 'jane@example.com',
+            consumer_group_ids: ['cgr_engineering'],
+            last_signed_in_at: '2026-11-23T09:30:00.000Z',
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleListPortalConsumerSessionsResponse = {
+    body: ListPortalConsumerSessionsResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /portals/{portal_id}/consumer-sessions` operation.
+ */
+export function handleListPortalConsumerSessions(response?: HandleListPortalConsumerSessionsResponse | HttpResponseResolver<{
+    portal_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        portal_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/portals/:portal_id/consumer-sessions`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? { items: [], pagination: {
+                has_more_before: false,
+                has_more_after: false,
+                next_cursor: null,
+                previous_cursor: null
+            } };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleRevokePortalConsumerSessionResponse = {
+    body: RevokePortalConsumerSessionResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `DELETE /portals/{portal_id}/consumer-sessions/{consumer_session_id}` operation.
+ */
+export function handleRevokePortalConsumerSession(response?: HandleRevokePortalConsumerSessionResponse | HttpResponseResolver<{
+    portal_id: string;
+    consumer_session_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.delete<{
+        portal_id: string;
+        consumer_session_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/portals/:portal_id/consumer-sessions/:consumer_session_id`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'portal.consumer_session',
+            id: 'pcs_01jqz7m3c8v4r2k9x5n6t0w1z3',
+            portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+            consumer_id: 'pcn_01jqz7m3c8v4r2k9x5n6t0w1z2',
+            status: 'active',
+            expires_at: '2026-11-24T09:30:00.000Z',
+            revoked_at: null,
+            created_at: '2026-11-23T09:30:00.000Z'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleListPortalInvitationsResponse = {
+    body: ListPortalInvitationsResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /portals/{portal_id}/invitations` operation.
+ */
+export function handleListPortalInvitations(response?: HandleListPortalInvitationsResponse | HttpResponseResolver<{
+    portal_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        portal_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/portals/:portal_id/invitations`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? { items: [], pagination: {
+                has_more_before: false,
+                has_more_after: false,
+                next_cursor: null,
+                previous_cursor: null
+            } };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleCreatePortalInvitationResponse = {
+    body: CreatePortalInvitationResponses[201];
+    status?: 201;
+};
+
+/**
+ * Handler for the `POST /portals/{portal_id}/invitations` operation.
+ */
+export function handleCreatePortalInvitation(response?: HandleCreatePortalInvitationResponse | HttpResponseResolver<{
+    portal_id: string;
+}, CreatePortalInvitationData['body']>, options?: RequestHandlerOptions): HttpHandler {
+    return http.post<{
+        portal_id: string;
+    }, CreatePortalInvitationData['body']>(`${options?.baseUrl ?? '*'}/portals/:portal_id/invitations`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'portal.invitation',
+            id: 'pci_01jqz7m3c8v4r2k9x5n6t0w1z4',
+            portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+            consumer_group_id: 'cgr_engineering',
+            status: 'pending',
+            url: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/invitations/tpi_9mQ3x',
+            consumer_id: null,
+            expires_at: '2026-11-30T09:30:00.000Z',
+            accepted_at: null,
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 201 });
+        }
+    }, options);
+}
+
+export type HandleRevokePortalInvitationResponse = {
+    body: RevokePortalInvitationResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `DELETE /portals/{portal_id}/invitations/{invitation_id}` operation.
+ */
+export function handleRevokePortalInvitation(response?: HandleRevokePortalInvitationResponse | HttpResponseResolver<{
+    portal_id: string;
+    invitation_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.delete<{
+        portal_id: string;
+        invitation_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/portals/:portal_id/invitations/:invitation_id`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'portal.invitation',
+            id: 'pci_01jqz7m3c8v4r2k9x5n6t0w1z4',
+            portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+            consumer_group_id: 'cgr_engineering',
+            status: 'pending',
+            url: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/invitations/tpi_9mQ3x',
+            consumer_id: null,
+            expires_at: '2026-11-30T09:30:00.000Z',
+            accepted_at: null,
+            created_at: '2026-11-23T09:30:00.000Z',
+            updated_at: '2026-11-23T09:30:00.000Z'
+        };
+        if (body !== undefined) {
+            return HttpResponse.json(body, { status: response?.status ?? 200 });
+        }
+    }, options);
+}
+
+export type HandleGetPortalInvitationResponse = {
+    body: GetPortalInvitationResponses[200];
+    status?: 200;
+};
+
+/**
+ * Handler for the `GET /portals/{portal_id}/invitations/{invitation_id}` operation.
+ */
+export function handleGetPortalInvitation(response?: HandleGetPortalInvitationResponse | HttpResponseResolver<{
+    portal_id: string;
+    invitation_id: string;
+}, never>, options?: RequestHandlerOptions): HttpHandler {
+    return http.get<{
+        portal_id: string;
+        invitation_id: string;
+    }, never>(`${options?.baseUrl ?? '*'}/portals/:portal_id/invitations/:invitation_id`, info => {
+        if (typeof response === 'function') {
+            return response(info);
+        }
+        const body = response?.body ?? {
+            object: 'portal.invitation',
+            id: 'pci_01jqz7m3c8v4r2k9x5n6t0w1z4',
+            portal_id: 'ptl_01jqz7m3c8v4r2k9x5n6t0w1ys',
+            consumer_group_id: 'cgr_engineering',
+            status: 'pending',
+            url: 'https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/invitations/tpi_9mQ3x',
+            consumer_id: null,
+            expires_at: '2026-11-30T09:30:00.000Z',
+            accepted_at: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -4870,6 +5225,42 @@ export type MswHandlerFactories = {
      * Handler for the `GET /portals/{portal_id}/consumer-access/{consumer_access_id}` operation.
      */
     getPortalConsumerAccess: typeof handleGetPortalConsumerAccess;
+    /**
+     * Handler for the `GET /portals/{portal_id}/consumers` operation.
+     */
+    listPortalConsumers: typeof handleListPortalConsumers;
+    /**
+     * Handler for the `DELETE /portals/{portal_id}/consumers/{consumer_id}` operation.
+     */
+    revokePortalConsumer: typeof handleRevokePortalConsumer;
+    /**
+     * Handler for the `GET /portals/{portal_id}/consumers/{consumer_id}` operation.
+     */
+    getPortalConsumer: typeof handleGetPortalConsumer;
+    /**
+     * Handler for the `GET /portals/{portal_id}/consumer-sessions` operation.
+     */
+    listPortalConsumerSessions: typeof handleListPortalConsumerSessions;
+    /**
+     * Handler for the `DELETE /portals/{portal_id}/consumer-sessions/{consumer_session_id}` operation.
+     */
+    revokePortalConsumerSession: typeof handleRevokePortalConsumerSession;
+    /**
+     * Handler for the `GET /portals/{portal_id}/invitations` operation.
+     */
+    listPortalInvitations: typeof handleListPortalInvitations;
+    /**
+     * Handler for the `POST /portals/{portal_id}/invitations` operation.
+     */
+    createPortalInvitation: typeof handleCreatePortalInvitation;
+    /**
+     * Handler for the `DELETE /portals/{portal_id}/invitations/{invitation_id}` operation.
+     */
+    revokePortalInvitation: typeof handleRevokePortalInvitation;
+    /**
+     * Handler for the `GET /portals/{portal_id}/invitations/{invitation_id}` operation.
+     */
+    getPortalInvitation: typeof handleGetPortalInvitation;
 };
 
 export type CreateMswHandlersResult = {
@@ -4989,7 +5380,16 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
         listPortalConsumerAccess: wrap(handleListPortalConsumerAccess),
         createPortalConsumerAccess: wrap(handleCreatePortalConsumerAccess),
         deletePortalConsumerAccess: wrap(handleDeletePortalConsumerAccess),
-        getPortalConsumerAccess: wrap(handleGetPortalConsumerAccess)
+        getPortalConsumerAccess: wrap(handleGetPortalConsumerAccess),
+        listPortalConsumers: wrap(handleListPortalConsumers),
+        revokePortalConsumer: wrap(handleRevokePortalConsumer),
+        getPortalConsumer: wrap(handleGetPortalConsumer),
+        listPortalConsumerSessions: wrap(handleListPortalConsumerSessions),
+        revokePortalConsumerSession: wrap(handleRevokePortalConsumerSession),
+        listPortalInvitations: wrap(handleListPortalInvitations),
+        createPortalInvitation: wrap(handleCreatePortalInvitation),
+        revokePortalInvitation: wrap(handleRevokePortalInvitation),
+        getPortalInvitation: wrap(handleGetPortalInvitation)
     };
     const all: CreateMswHandlersResult['all'] = (options = {}) => {
         type OverrideValue<R> = R | [
@@ -5038,6 +5438,11 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
             invoke(pick.removeProviderGroupListing, overrides.removeProviderGroupListing),
             invoke(pick.deletePortalConsumerAccess, overrides.deletePortalConsumerAccess),
             invoke(pick.getPortalConsumerAccess, overrides.getPortalConsumerAccess),
+            invoke(pick.revokePortalConsumer, overrides.revokePortalConsumer),
+            invoke(pick.getPortalConsumer, overrides.getPortalConsumer),
+            invoke(pick.revokePortalConsumerSession, overrides.revokePortalConsumerSession),
+            invoke(pick.revokePortalInvitation, overrides.revokePortalInvitation),
+            invoke(pick.getPortalInvitation, overrides.getPortalInvitation),
             invoke(pick.getProviderOAuthTokenImport, overrides.getProviderOAuthTokenImport),
             invoke(pick.updateProviderOAuthTokenImport, overrides.updateProviderOAuthTokenImport),
             invoke(pick.listProviderOAuthSetups, overrides.listProviderOAuthSetups),
@@ -5067,6 +5472,10 @@ export function createMswHandlers(config: RequestHandlerOptions = {}): CreateMsw
             invoke(pick.addProviderGroupListing, overrides.addProviderGroupListing),
             invoke(pick.listPortalConsumerAccess, overrides.listPortalConsumerAccess),
             invoke(pick.createPortalConsumerAccess, overrides.createPortalConsumerAccess),
+            invoke(pick.listPortalConsumers, overrides.listPortalConsumers),
+            invoke(pick.listPortalConsumerSessions, overrides.listPortalConsumerSessions),
+            invoke(pick.listPortalInvitations, overrides.listPortalInvitations),
+            invoke(pick.createPortalInvitation, overrides.createPortalInvitation),
             invoke(pick.listProviderOAuthTokenImports, overrides.listProviderOAuthTokenImports),
             invoke(pick.createProviderOAuthTokenImport, overrides.createProviderOAuthTokenImport),
             invoke(pick.getServer, overrides.getServer),

@@ -941,6 +941,10 @@ export type ToolCall = {
      */
     session_id: string;
     /**
+     * The portal consumer (`pcn_…`) whose session made the call (the session's `consumer_id`), or null.
+     */
+    consumer_id: string | null;
+    /**
      * The session message that carried the call (`smg_…`): the JSON-RPC request on the MCP endpoint, or the API request that created it.
      */
     message_id: string;
@@ -1865,6 +1869,10 @@ export type Session = {
      * The session's providers that have not been removed, oldest first.
      */
     provider_deployments: Array<SessionProviderDeploymentPreview>;
+    /**
+     * The portal consumer (`pcn_…`) who started the session from a portal, or null for sessions created through the API. Such a session is deleted when the consumer is revoked, when their consumer session is revoked, or when their groups lose access to its template on the portal.
+     */
+    consumer_id: string | null;
     created_at: Timestamp;
     updated_at: Timestamp;
 };
@@ -3089,7 +3097,55 @@ export type ProviderGroupListingAdd = {
 export type PortalStatus = 'active' | 'archived';
 
 /**
- * How consumers sign in to the portal (`portal.auth`). This server defines one setting: how long a consumer's portal session lasts.
+ * One value of the groups claim and the consumer group it stands for.
+ */
+export type PortalGroupMapping = {
+    /**
+     * A value of the groups claim, compared exactly.
+     */
+    claim_value: string;
+    /**
+     * The consumer group its members belong to.
+     */
+    consumer_group_id: string;
+};
+
+/**
+ * The portal's OpenID Connect sign-in (`portal.auth.oidc`). The server discovers the provider's endpoints from `{issuer}/.well-known/openid-configuration`, runs the authorization-code flow with PKCE, `state` and `nonce`, and checks the ID token. On every sign-in the consumer's groups are read from the ID token's (or else the userinfo's) `groups_claim`: each value is the id of a consumer group, unless `group_mapping` maps it to another. A consumer whose groups have no access on the portal is refused with a page that says so.
+ */
+export type PortalOidc = {
+    /**
+     * The provider's issuer URL (`https`; `http` only for loopback addresses, for local testing).
+     */
+    issuer: string;
+    /**
+     * The portal's client id at the provider.
+     */
+    client_id: string;
+    /**
+     * Whether a client secret is stored (encrypted; it is write-only and never returned). Without one the portal is a public client.
+     */
+    has_client_secret: boolean;
+    /**
+     * Scopes requested at sign-in; `openid` is always requested.
+     */
+    scopes: Array<string>;
+    /**
+     * The claim (of the ID token, else of the userinfo response) that lists the consumer's groups; a string or an array of strings.
+     */
+    groups_claim: string;
+    /**
+     * Claim values that name a consumer group other than themselves.
+     */
+    group_mapping: Array<PortalGroupMapping>;
+    /**
+     * The callback to register at the provider (read-only).
+     */
+    redirect_uri: string;
+};
+
+/**
+ * How consumers sign in to the portal (`portal.auth`). Two ways, usable side by side: single sign-on with an OpenID Connect provider (`oidc`), and single-use invitation links issued through `POST /portals/{portal_id}/invitations` (always available). A consumer's sign-in lasts `session_expiry_time_in_seconds`; it is an `HttpOnly`, `SameSite=Lax` cookie scoped to the portal's page (`Secure` when the public URL is `https`), and an administrator can revoke it (`DELETE /portals/{portal_id}/consumer-sessions/{consumer_session_id}`).
  */
 export type PortalAuth = {
     /**
@@ -3100,6 +3156,10 @@ export type PortalAuth = {
      * Lifetime of a consumer's portal session in seconds, 300 (5 minutes) to 2592000 (30 days); 86400 (one day) for new portals.
      */
     session_expiry_time_in_seconds: number;
+    /**
+     * Single sign-on with an OpenID Connect provider, or null when consumers sign in with invitations only.
+     */
+    oidc: PortalOidc | null;
 };
 
 /**
@@ -3117,13 +3177,25 @@ export type PortalUrl = {
 };
 
 /**
- * How the portal presents itself to consumers.
+ * How the portal page presents itself to consumers. The page loads nothing from elsewhere, so the logo is a `data:` URL kept with the portal.
  */
 export type PortalBrand = {
     /**
      * The brand name shown on the portal page instead of the portal's `name`, or null to show `name`.
      */
     name: string | null;
+    /**
+     * The logo shown beside the name, a `data:image/png`, `jpeg`, `gif`, `webp` or `svg+xml` URL of at most 100,000 characters, or null for none.
+     */
+    logo_url: string | null;
+    /**
+     * The colour of the header and the buttons, `#rrggbb`, or null for the default (`#1f4fd1`). Text on it is black or white, whichever contrasts more.
+     */
+    primary_color: string | null;
+    /**
+     * The page's background colour, `#rrggbb`, or null for the default (`#f6f7f9`).
+     */
+    background_color: string | null;
 };
 
 /**
@@ -3178,7 +3250,69 @@ export type PortalCreate = {
 };
 
 /**
- * Body of a portal update request; omitted fields keep their value, and null clears `description` or `brand_name`. The slug stays as it was created. `status` is an extension to the documented body.
+ * Changes to `brand`; omitted fields keep their value and null clears one.
+ */
+export type PortalBrandUpdate = {
+    /**
+     * New `brand.name` (the same as `brand_name`), or null to show the portal's name.
+     */
+    name?: string | null;
+    /**
+     * New logo as a `data:image/…` URL (png, jpeg, gif, webp or svg+xml), or null for none.
+     */
+    logo_url?: string | null;
+    /**
+     * New header and button colour, `#rrggbb`, or null for the default.
+     */
+    primary_color?: string | null;
+    /**
+     * New page background colour, `#rrggbb`, or null for the default.
+     */
+    background_color?: string | null;
+};
+
+/**
+ * Sets the portal's OpenID Connect sign-in; it replaces the whole setting. `client_secret` is write-only and stored encrypted; omitted, the stored secret is kept.
+ */
+export type PortalOidcUpdate = {
+    /**
+     * The provider's issuer URL (`https`; `http` only for loopback addresses).
+     */
+    issuer: string;
+    /**
+     * The portal's client id at the provider.
+     */
+    client_id: string;
+    /**
+     * Scopes to request besides `openid`; `[openid, email, profile]` when omitted.
+     */
+    scopes?: Array<string>;
+    /**
+     * The claim that lists the consumer's groups; `groups` when omitted.
+     */
+    groups_claim?: string;
+    /**
+     * Claim values that name a consumer group other than themselves; none when omitted.
+     */
+    group_mapping?: Array<PortalGroupMapping>;
+};
+
+/**
+ * Changes to `auth`; omitted fields keep their value.
+ */
+export type PortalAuthUpdate = {
+    /**
+     * New `auth.session_expiry_time_in_seconds`, 300 to 2592000; applies to consumer sessions started afterwards.
+     */
+    session_expiry_time_in_seconds?: number;
+    /**
+     * The OpenID Connect sign-in, or null to turn it off (consumers then sign in with invitations only).
+     */
+    oidc?: PortalOidcUpdate | null;
+};
+
+/**
+ * Body of a portal update request; omitted fields keep their value, and null clears `description` or `brand_name`. The slug stays as it was created. `status`, `brand` and `auth` are extensions to the documented body; `brand.name` and `brand_name` set the same field (the brand's wins when both are given), as do `auth.session_expiry_time_in_seconds` and `session_expiry_time_in_seconds`.
  */
 export type PortalUpdate = {
     name?: Name;
@@ -3195,6 +3329,8 @@ export type PortalUpdate = {
      */
     session_expiry_time_in_seconds?: number;
     status?: PortalStatus;
+    brand?: PortalBrandUpdate;
+    auth?: PortalAuthUpdate;
 };
 
 /**
@@ -3332,6 +3468,165 @@ export type PortalConsumerAccessCreate = {
      */
     consumer_group_id: string;
     access: PortalConsumerAccessCreateAccess;
+};
+
+/**
+ * A person who signed in to the portal (`portal.consumer`), by single sign-on or by accepting an invitation. They see and use what their consumer groups have access to on this portal, and only their own sessions and tool calls.
+ */
+export type PortalConsumer = {
+    /**
+     * Always `portal.consumer`.
+     */
+    object: 'portal.consumer';
+    /**
+     * Unique identifier, prefixed `pcn_`.
+     */
+    id: string;
+    /**
+     * The portal (`ptl_…`).
+     */
+    portal_id: string;
+    /**
+     * `active`: can sign in. `revoked`: signed out everywhere, cannot sign in again, and the sessions they started are deleted (their connection URLs stop at once). Revoking is final.
+     */
+    status: 'active' | 'revoked';
+    /**
+     * `oidc`: signs in through the portal's OpenID Connect provider. `invitation`: joined by accepting an invitation link.
+     */
+    sign_in_method: 'oidc' | 'invitation';
+    /**
+     * The `sub` claim at the OpenID Connect provider, or null for invitation consumers.
+     */
+    subject: string | null;
+    /**
+     * The name the provider gave (`name` claim), or null.
+     */
+    name: string | null;
+    /**
+     * The e-mail address the provider gave (`email` claim), or null.
+     */
+    email: string | null;
+    /**
+     * The consumer groups the consumer belongs to (for OIDC consumers, as of their last sign-in; for invitation consumers, the invitation's group).
+     */
+    consumer_group_ids: Array<string>;
+    last_signed_in_at: Timestamp | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+};
+
+/**
+ * A page of a portal's consumers.
+ */
+export type PortalConsumerList = {
+    /**
+     * The consumers on this page.
+     */
+    items: Array<PortalConsumer>;
+    pagination: Pagination;
+};
+
+/**
+ * One sign-in of a consumer to the portal (`portal.consumer_session`): the browser cookie's server side. It lasts the portal's `auth.session_expiry_time_in_seconds` from sign-in. Revoking it signs the browser out and deletes the sessions the consumer started while signed in with it.
+ */
+export type PortalConsumerSession = {
+    /**
+     * Always `portal.consumer_session`.
+     */
+    object: 'portal.consumer_session';
+    /**
+     * Unique identifier, prefixed `pcs_`.
+     */
+    id: string;
+    /**
+     * The portal (`ptl_…`).
+     */
+    portal_id: string;
+    /**
+     * The consumer (`pcn_…`).
+     */
+    consumer_id: string;
+    /**
+     * `active`: the cookie signs the consumer in. `expired`: past `expires_at`. `revoked`: signed out, by the consumer or through the API.
+     */
+    status: 'active' | 'expired' | 'revoked';
+    expires_at: Timestamp;
+    revoked_at: Timestamp | null;
+    created_at: Timestamp;
+};
+
+/**
+ * A page of consumer sessions.
+ */
+export type PortalConsumerSessionList = {
+    /**
+     * The consumer sessions on this page.
+     */
+    items: Array<PortalConsumerSession>;
+    pagination: Pagination;
+};
+
+/**
+ * A single-use link (`portal.invitation`) that lets one person join the portal as a consumer of a consumer group, for portals without an identity provider (or beside one). Opening the link shows a page; accepting there creates the consumer and signs them in. It can be accepted once, until `expires_at`.
+ */
+export type PortalInvitation = {
+    /**
+     * Always `portal.invitation`.
+     */
+    object: 'portal.invitation';
+    /**
+     * Unique identifier, prefixed `pci_`.
+     */
+    id: string;
+    /**
+     * The portal (`ptl_…`).
+     */
+    portal_id: string;
+    /**
+     * The consumer group the person joins.
+     */
+    consumer_group_id: string;
+    /**
+     * `pending`: can be accepted. `accepted`: used (single use). `expired`: past `expires_at` unused. `revoked`: withdrawn through the API.
+     */
+    status: 'pending' | 'accepted' | 'expired' | 'revoked';
+    /**
+     * The invitation link. It holds a secret, so it is returned once, by the create operation, and null everywhere else; only its hash is stored.
+     */
+    url: string | null;
+    /**
+     * The consumer who accepted it, or null.
+     */
+    consumer_id: string | null;
+    expires_at: Timestamp;
+    accepted_at: Timestamp | null;
+    created_at: Timestamp;
+    updated_at: Timestamp;
+};
+
+/**
+ * A page of a portal's invitations.
+ */
+export type PortalInvitationList = {
+    /**
+     * The invitations on this page.
+     */
+    items: Array<PortalInvitation>;
+    pagination: Pagination;
+};
+
+/**
+ * Body of a portal invitation create request.
+ */
+export type PortalInvitationCreate = {
+    /**
+     * The consumer group the invited person joins; created (status `active`) on its first reference, like in consumer access.
+     */
+    consumer_group_id: string;
+    /**
+     * How long the link can be accepted, 60 seconds to 30 days; 7 days when omitted.
+     */
+    expires_in_seconds?: number;
 };
 
 /**
@@ -3561,6 +3856,72 @@ export type ProviderAuthImportCreateWritable = {
      */
     providerAuthMethodId?: string;
     metadata?: Metadata;
+};
+
+/**
+ * Sets the portal's OpenID Connect sign-in; it replaces the whole setting. `client_secret` is write-only and stored encrypted; omitted, the stored secret is kept.
+ */
+export type PortalOidcUpdateWritable = {
+    /**
+     * The provider's issuer URL (`https`; `http` only for loopback addresses).
+     */
+    issuer: string;
+    /**
+     * The portal's client id at the provider.
+     */
+    client_id: string;
+    /**
+     * The client secret (write-only, stored encrypted). Omitted keeps the stored secret.
+     */
+    client_secret?: string;
+    /**
+     * Scopes to request besides `openid`; `[openid, email, profile]` when omitted.
+     */
+    scopes?: Array<string>;
+    /**
+     * The claim that lists the consumer's groups; `groups` when omitted.
+     */
+    groups_claim?: string;
+    /**
+     * Claim values that name a consumer group other than themselves; none when omitted.
+     */
+    group_mapping?: Array<PortalGroupMapping>;
+};
+
+/**
+ * Changes to `auth`; omitted fields keep their value.
+ */
+export type PortalAuthUpdateWritable = {
+    /**
+     * New `auth.session_expiry_time_in_seconds`, 300 to 2592000; applies to consumer sessions started afterwards.
+     */
+    session_expiry_time_in_seconds?: number;
+    /**
+     * The OpenID Connect sign-in, or null to turn it off (consumers then sign in with invitations only).
+     */
+    oidc?: PortalOidcUpdateWritable | null;
+};
+
+/**
+ * Body of a portal update request; omitted fields keep their value, and null clears `description` or `brand_name`. The slug stays as it was created. `status`, `brand` and `auth` are extensions to the documented body; `brand.name` and `brand_name` set the same field (the brand's wins when both are given), as do `auth.session_expiry_time_in_seconds` and `session_expiry_time_in_seconds`.
+ */
+export type PortalUpdateWritable = {
+    name?: Name;
+    /**
+     * New description, or null to clear it.
+     */
+    description?: string | null;
+    /**
+     * New `brand.name`, or null to clear it (the page then shows the portal's name).
+     */
+    brand_name?: string | null;
+    /**
+     * New `auth.session_expiry_time_in_seconds`, 300 to 2592000; applies to consumer sessions started afterwards.
+     */
+    session_expiry_time_in_seconds?: number;
+    status?: PortalStatus;
+    brand?: PortalBrandUpdate;
+    auth?: PortalAuthUpdateWritable;
 };
 
 /**
@@ -9628,7 +9989,7 @@ export type GetPortalResponses = {
 export type GetPortalResponse = GetPortalResponses[keyof GetPortalResponses];
 
 export type UpdatePortalData = {
-    body: PortalUpdate;
+    body: PortalUpdateWritable;
     path: {
         /**
          * An id.
@@ -9939,3 +10300,550 @@ export type GetPortalConsumerAccessResponses = {
 };
 
 export type GetPortalConsumerAccessResponse = GetPortalConsumerAccessResponses[keyof GetPortalConsumerAccessResponses];
+
+export type ListPortalConsumersData = {
+    body?: never;
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+    };
+    query?: {
+        /**
+         * Page size.
+         */
+        limit?: number;
+        /**
+         * An item id.
+         */
+        after?: string;
+        /**
+         * An item id.
+         */
+        before?: string;
+        /**
+         * An opaque cursor.
+         */
+        cursor?: string;
+        /**
+         * Sort order.
+         */
+        order?: 'asc' | 'desc';
+        /**
+         * Statuses.
+         */
+        status?: Array<'active' | 'revoked'>;
+    };
+    url: '/portals/{portal_id}/consumers';
+};
+
+export type ListPortalConsumersErrors = {
+    /**
+     * The request is malformed or fails validation (`invalid_data` with `errors`, or `bad_request`).
+     */
+    400: Error;
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type ListPortalConsumersError = ListPortalConsumersErrors[keyof ListPortalConsumersErrors];
+
+export type ListPortalConsumersResponses = {
+    /**
+     * A page of consumers.
+     */
+    200: PortalConsumerList;
+};
+
+export type ListPortalConsumersResponse = ListPortalConsumersResponses[keyof ListPortalConsumersResponses];
+
+export type RevokePortalConsumerData = {
+    body?: never;
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+        /**
+         * An id.
+         */
+        consumer_id: string;
+    };
+    query?: never;
+    url: '/portals/{portal_id}/consumers/{consumer_id}';
+};
+
+export type RevokePortalConsumerErrors = {
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type RevokePortalConsumerError = RevokePortalConsumerErrors[keyof RevokePortalConsumerErrors];
+
+export type RevokePortalConsumerResponses = {
+    /**
+     * The revoked consumer.
+     */
+    200: PortalConsumer;
+};
+
+export type RevokePortalConsumerResponse = RevokePortalConsumerResponses[keyof RevokePortalConsumerResponses];
+
+export type GetPortalConsumerData = {
+    body?: never;
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+        /**
+         * An id.
+         */
+        consumer_id: string;
+    };
+    query?: never;
+    url: '/portals/{portal_id}/consumers/{consumer_id}';
+};
+
+export type GetPortalConsumerErrors = {
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type GetPortalConsumerError = GetPortalConsumerErrors[keyof GetPortalConsumerErrors];
+
+export type GetPortalConsumerResponses = {
+    /**
+     * The consumer.
+     */
+    200: PortalConsumer;
+};
+
+export type GetPortalConsumerResponse = GetPortalConsumerResponses[keyof GetPortalConsumerResponses];
+
+export type ListPortalConsumerSessionsData = {
+    body?: never;
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+    };
+    query?: {
+        /**
+         * Page size.
+         */
+        limit?: number;
+        /**
+         * An item id.
+         */
+        after?: string;
+        /**
+         * An item id.
+         */
+        before?: string;
+        /**
+         * An opaque cursor.
+         */
+        cursor?: string;
+        /**
+         * Sort order.
+         */
+        order?: 'asc' | 'desc';
+        /**
+         * Consumer ids.
+         */
+        consumer_id?: Array<string>;
+        /**
+         * Statuses.
+         */
+        status?: Array<'active' | 'expired' | 'revoked'>;
+    };
+    url: '/portals/{portal_id}/consumer-sessions';
+};
+
+export type ListPortalConsumerSessionsErrors = {
+    /**
+     * The request is malformed or fails validation (`invalid_data` with `errors`, or `bad_request`).
+     */
+    400: Error;
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type ListPortalConsumerSessionsError = ListPortalConsumerSessionsErrors[keyof ListPortalConsumerSessionsErrors];
+
+export type ListPortalConsumerSessionsResponses = {
+    /**
+     * A page of consumer sessions.
+     */
+    200: PortalConsumerSessionList;
+};
+
+export type ListPortalConsumerSessionsResponse = ListPortalConsumerSessionsResponses[keyof ListPortalConsumerSessionsResponses];
+
+export type RevokePortalConsumerSessionData = {
+    body?: never;
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+        /**
+         * An id.
+         */
+        consumer_session_id: string;
+    };
+    query?: never;
+    url: '/portals/{portal_id}/consumer-sessions/{consumer_session_id}';
+};
+
+export type RevokePortalConsumerSessionErrors = {
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type RevokePortalConsumerSessionError = RevokePortalConsumerSessionErrors[keyof RevokePortalConsumerSessionErrors];
+
+export type RevokePortalConsumerSessionResponses = {
+    /**
+     * The revoked consumer session.
+     */
+    200: PortalConsumerSession;
+};
+
+export type RevokePortalConsumerSessionResponse = RevokePortalConsumerSessionResponses[keyof RevokePortalConsumerSessionResponses];
+
+export type ListPortalInvitationsData = {
+    body?: never;
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+    };
+    query?: {
+        /**
+         * Page size.
+         */
+        limit?: number;
+        /**
+         * An item id.
+         */
+        after?: string;
+        /**
+         * An item id.
+         */
+        before?: string;
+        /**
+         * An opaque cursor.
+         */
+        cursor?: string;
+        /**
+         * Sort order.
+         */
+        order?: 'asc' | 'desc';
+    };
+    url: '/portals/{portal_id}/invitations';
+};
+
+export type ListPortalInvitationsErrors = {
+    /**
+     * The request is malformed or fails validation (`invalid_data` with `errors`, or `bad_request`).
+     */
+    400: Error;
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type ListPortalInvitationsError = ListPortalInvitationsErrors[keyof ListPortalInvitationsErrors];
+
+export type ListPortalInvitationsResponses = {
+    /**
+     * A page of invitations.
+     */
+    200: PortalInvitationList;
+};
+
+export type ListPortalInvitationsResponse = ListPortalInvitationsResponses[keyof ListPortalInvitationsResponses];
+
+export type CreatePortalInvitationData = {
+    body: PortalInvitationCreate;
+    headers?: {
+        /**
+         * 1 to 255 printable ASCII characters.
+         */
+        'Idempotency-Key'?: string;
+    };
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+    };
+    query?: never;
+    url: '/portals/{portal_id}/invitations';
+};
+
+export type CreatePortalInvitationErrors = {
+    /**
+     * The request is malformed or fails validation (`invalid_data` with `errors`, or `bad_request`).
+     */
+    400: Error;
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * The request conflicts with the current state of the resource.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body is not JSON.
+     */
+    415: Error;
+    /**
+     * The `Idempotency-Key` was already used, within the last 24 hours, for a request with a different path or body (`idempotency_key_reused`). Use a new key for a new request.
+     */
+    422: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type CreatePortalInvitationError = CreatePortalInvitationErrors[keyof CreatePortalInvitationErrors];
+
+export type CreatePortalInvitationResponses = {
+    /**
+     * The invitation, with its link.
+     */
+    201: PortalInvitation;
+};
+
+export type CreatePortalInvitationResponse = CreatePortalInvitationResponses[keyof CreatePortalInvitationResponses];
+
+export type RevokePortalInvitationData = {
+    body?: never;
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+        /**
+         * An id.
+         */
+        invitation_id: string;
+    };
+    query?: never;
+    url: '/portals/{portal_id}/invitations/{invitation_id}';
+};
+
+export type RevokePortalInvitationErrors = {
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type RevokePortalInvitationError = RevokePortalInvitationErrors[keyof RevokePortalInvitationErrors];
+
+export type RevokePortalInvitationResponses = {
+    /**
+     * The invitation.
+     */
+    200: PortalInvitation;
+};
+
+export type RevokePortalInvitationResponse = RevokePortalInvitationResponses[keyof RevokePortalInvitationResponses];
+
+export type GetPortalInvitationData = {
+    body?: never;
+    path: {
+        /**
+         * An id.
+         */
+        portal_id: string;
+        /**
+         * An id.
+         */
+        invitation_id: string;
+    };
+    query?: never;
+    url: '/portals/{portal_id}/invitations/{invitation_id}';
+};
+
+export type GetPortalInvitationErrors = {
+    /**
+     * The API key is missing, malformed, unknown or revoked.
+     */
+    401: Error;
+    /**
+     * The resource (or a resource the request names) does not exist in this instance.
+     */
+    404: Error;
+    /**
+     * An unexpected error occurred; the message carries a reference for the logs and no internals.
+     */
+    500: Error;
+    /**
+     * This operation is not implemented by this server yet.
+     */
+    501: Error;
+    /**
+     * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
+     */
+    503: Error;
+};
+
+export type GetPortalInvitationError = GetPortalInvitationErrors[keyof GetPortalInvitationErrors];
+
+export type GetPortalInvitationResponses = {
+    /**
+     * The invitation.
+     */
+    200: PortalInvitation;
+};
+
+export type GetPortalInvitationResponse = GetPortalInvitationResponses[keyof GetPortalInvitationResponses];

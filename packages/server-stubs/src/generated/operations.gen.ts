@@ -108,6 +108,15 @@ export const operationTable = [
   { operationId: "createPortalConsumerAccess", method: "post", path: "/portals/{portal_id}/consumer-access", tag: "Portal consumer access", group: "portalConsumerAccess", successStatus: 201 },
   { operationId: "getPortalConsumerAccess", method: "get", path: "/portals/{portal_id}/consumer-access/{consumer_access_id}", tag: "Portal consumer access", group: "portalConsumerAccess", successStatus: 200 },
   { operationId: "deletePortalConsumerAccess", method: "delete", path: "/portals/{portal_id}/consumer-access/{consumer_access_id}", tag: "Portal consumer access", group: "portalConsumerAccess", successStatus: 200 },
+  { operationId: "listPortalConsumers", method: "get", path: "/portals/{portal_id}/consumers", tag: "Portal consumers", group: "portalConsumers", successStatus: 200 },
+  { operationId: "getPortalConsumer", method: "get", path: "/portals/{portal_id}/consumers/{consumer_id}", tag: "Portal consumers", group: "portalConsumers", successStatus: 200 },
+  { operationId: "revokePortalConsumer", method: "delete", path: "/portals/{portal_id}/consumers/{consumer_id}", tag: "Portal consumers", group: "portalConsumers", successStatus: 200 },
+  { operationId: "listPortalConsumerSessions", method: "get", path: "/portals/{portal_id}/consumer-sessions", tag: "Portal consumers", group: "portalConsumers", successStatus: 200 },
+  { operationId: "revokePortalConsumerSession", method: "delete", path: "/portals/{portal_id}/consumer-sessions/{consumer_session_id}", tag: "Portal consumers", group: "portalConsumers", successStatus: 200 },
+  { operationId: "listPortalInvitations", method: "get", path: "/portals/{portal_id}/invitations", tag: "Portal invitations", group: "portalInvitations", successStatus: 200 },
+  { operationId: "createPortalInvitation", method: "post", path: "/portals/{portal_id}/invitations", tag: "Portal invitations", group: "portalInvitations", successStatus: 201 },
+  { operationId: "getPortalInvitation", method: "get", path: "/portals/{portal_id}/invitations/{invitation_id}", tag: "Portal invitations", group: "portalInvitations", successStatus: 200 },
+  { operationId: "revokePortalInvitation", method: "delete", path: "/portals/{portal_id}/invitations/{invitation_id}", tag: "Portal invitations", group: "portalInvitations", successStatus: 200 },
 ] as const satisfies readonly OperationDescriptor[];
 
 /** Handlers of the "Provider OAuth token imports" operations. */
@@ -416,6 +425,32 @@ export interface PortalConsumerAccessHandlers<Ctx> {
   deletePortalConsumerAccess: Handler<"deletePortalConsumerAccess", Ctx>;
 }
 
+/** Handlers of the "Portal consumers" operations. */
+export interface PortalConsumersHandlers<Ctx> {
+  /** GET /portals/{portal_id}/consumers — List a portal's consumers */
+  listPortalConsumers: Handler<"listPortalConsumers", Ctx>;
+  /** GET /portals/{portal_id}/consumers/{consumer_id} — Get a portal consumer */
+  getPortalConsumer: Handler<"getPortalConsumer", Ctx>;
+  /** DELETE /portals/{portal_id}/consumers/{consumer_id} — Revoke a portal consumer */
+  revokePortalConsumer: Handler<"revokePortalConsumer", Ctx>;
+  /** GET /portals/{portal_id}/consumer-sessions — List a portal's consumer sessions */
+  listPortalConsumerSessions: Handler<"listPortalConsumerSessions", Ctx>;
+  /** DELETE /portals/{portal_id}/consumer-sessions/{consumer_session_id} — Revoke a consumer session */
+  revokePortalConsumerSession: Handler<"revokePortalConsumerSession", Ctx>;
+}
+
+/** Handlers of the "Portal invitations" operations. */
+export interface PortalInvitationsHandlers<Ctx> {
+  /** GET /portals/{portal_id}/invitations — List a portal's invitations */
+  listPortalInvitations: Handler<"listPortalInvitations", Ctx>;
+  /** POST /portals/{portal_id}/invitations — Invite a consumer */
+  createPortalInvitation: Handler<"createPortalInvitation", Ctx>;
+  /** GET /portals/{portal_id}/invitations/{invitation_id} — Get a portal invitation */
+  getPortalInvitation: Handler<"getPortalInvitation", Ctx>;
+  /** DELETE /portals/{portal_id}/invitations/{invitation_id} — Revoke a portal invitation */
+  revokePortalInvitation: Handler<"revokePortalInvitation", Ctx>;
+}
+
 /** One handler object per tag: what the server must implement. */
 export interface Handlers<Ctx> {
   providerOAuthTokenImports: ProviderOAuthTokenImportsHandlers<Ctx>;
@@ -443,4 +478,6 @@ export interface Handlers<Ctx> {
   providerGroups: ProviderGroupsHandlers<Ctx>;
   portals: PortalsHandlers<Ctx>;
   portalConsumerAccess: PortalConsumerAccessHandlers<Ctx>;
+  portalConsumers: PortalConsumersHandlers<Ctx>;
+  portalInvitations: PortalInvitationsHandlers<Ctx>;
 }

@@ -1685,6 +1685,189 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/portals/{portal_id}/consumers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * List a portal's consumers
+         * @description Returns a page of the people who signed in to the portal (by single sign-on or an invitation), active and revoked, oldest first unless `order=desc`. Filter by `status`.
+         */
+        get: operations["listPortalConsumers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portals/{portal_id}/consumers/{consumer_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+                /**
+                 * @description The consumer's id (`pcn_…`).
+                 * @example pcn_01jqz7m3c8v4r2k9x5n6t0w1z2
+                 */
+                consumer_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a portal consumer
+         * @description Returns one consumer of the portal. A consumer of another portal is a 404.
+         */
+        get: operations["getPortalConsumer"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a portal consumer
+         * @description Revokes the consumer for good and returns them (status `revoked`): their consumer sessions are revoked, the sessions they started through the portal are deleted in the same transaction (their connection URLs stop answering at once), and they cannot sign in again, by single sign-on or by another invitation to the same identity. Revoking a revoked consumer returns them unchanged.
+         */
+        delete: operations["revokePortalConsumer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portals/{portal_id}/consumer-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * List a portal's consumer sessions
+         * @description Returns a page of the portal's consumer sessions (sign-ins), oldest first unless `order=desc`. Filter by `consumer_id` and `status`.
+         */
+        get: operations["listPortalConsumerSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portals/{portal_id}/consumer-sessions/{consumer_session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+                /**
+                 * @description The consumer session's id (`pcs_…`).
+                 * @example pcs_01jqz7m3c8v4r2k9x5n6t0w1z3
+                 */
+                consumer_session_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a consumer session
+         * @description Signs the browser out (its cookie no longer works) and deletes the sessions the consumer started while signed in with it, in one transaction: their connection URLs stop answering at once. The consumer can sign in again. Revoking a revoked or expired session returns it unchanged.
+         */
+        delete: operations["revokePortalConsumerSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portals/{portal_id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * List a portal's invitations
+         * @description Returns a page of the portal's invitations (without their links), oldest first unless `order=desc`.
+         */
+        get: operations["listPortalInvitations"];
+        put?: never;
+        /**
+         * Invite a consumer
+         * @description Issues a single-use invitation link for one person to join the portal's consumer group `consumer_group_id`. The response's `url` is the only time the link is shown; send it to the person. An archived portal is a 409.
+         */
+        post: operations["createPortalInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/portals/{portal_id}/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+                /**
+                 * @description The invitation's id (`pci_…`).
+                 * @example pci_01jqz7m3c8v4r2k9x5n6t0w1z4
+                 */
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a portal invitation
+         * @description Returns one invitation of the portal, without its link.
+         */
+        get: operations["getPortalInvitation"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a portal invitation
+         * @description Withdraws a pending invitation (status `revoked`): its link then shows a page saying so. An invitation already accepted or expired is returned unchanged; revoke the consumer instead.
+         */
+        delete: operations["revokePortalInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3018,6 +3201,7 @@ export interface components {
          *       "source": "client",
          *       "transport": "tool_call",
          *       "session_id": "ses_01jqz7m3c8v4r2k9x5n6t0w1ye",
+         *       "consumer_id": null,
          *       "message_id": "smg_01jqz7m3c8v4r2k9x5n6t0w1yk",
          *       "session_provider_id": "spv_01jqz7m3c8v4r2k9x5n6t0w1yf",
          *       "connection_id": null,
@@ -3099,6 +3283,11 @@ export interface components {
              * @example ses_01jqz7m3c8v4r2k9x5n6t0w1ye
              */
             session_id: string;
+            /**
+             * @description The portal consumer (`pcn_…`) whose session made the call (the session's `consumer_id`), or null.
+             * @example null
+             */
+            consumer_id: string | null;
             /**
              * @description The session message that carried the call (`smg_…`): the JSON-RPC request on the MCP endpoint, or the API request that created it.
              * @example smg_01jqz7m3c8v4r2k9x5n6t0w1yk
@@ -4536,6 +4725,7 @@ export interface components {
          *           "provider_deployment_id": "pde_01jqz7m3c8v4r2k9x5n6t0w1yd"
          *         }
          *       ],
+         *       "consumer_id": null,
          *       "created_at": "2026-11-23T09:30:00.000Z",
          *       "updated_at": "2026-11-23T09:30:00.000Z"
          *     }
@@ -4585,6 +4775,11 @@ export interface components {
             secret: string | null;
             /** @description The session's providers that have not been removed, oldest first. */
             provider_deployments: components["schemas"]["SessionProviderDeploymentPreview"][];
+            /**
+             * @description The portal consumer (`pcn_…`) who started the session from a portal, or null for sessions created through the API. Such a session is deleted when the consumer is revoked, when their consumer session is revoked, or when their groups lose access to its template on the portal.
+             * @example null
+             */
+            consumer_id: string | null;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
@@ -6407,10 +6602,93 @@ export interface components {
          */
         PortalStatus: "active" | "archived";
         /**
-         * @description How consumers sign in to the portal (`portal.auth`). This server defines one setting: how long a consumer's portal session lasts.
+         * @description One value of the groups claim and the consumer group it stands for.
+         * @example {
+         *       "claim_value": "engineering",
+         *       "consumer_group_id": "cgr_engineering"
+         *     }
+         */
+        PortalGroupMapping: {
+            /**
+             * @description A value of the groups claim, compared exactly.
+             * @example engineering
+             */
+            claim_value: string;
+            /**
+             * @description The consumer group its members belong to.
+             * @example cgr_engineering
+             */
+            consumer_group_id: string;
+        };
+        /**
+         * @description The portal's OpenID Connect sign-in (`portal.auth.oidc`). The server discovers the provider's endpoints from `{issuer}/.well-known/openid-configuration`, runs the authorization-code flow with PKCE, `state` and `nonce`, and checks the ID token. On every sign-in the consumer's groups are read from the ID token's (or else the userinfo's) `groups_claim`: each value is the id of a consumer group, unless `group_mapping` maps it to another. A consumer whose groups have no access on the portal is refused with a page that says so.
+         * @example {
+         *       "issuer": "https://login.example.com",
+         *       "client_id": "toolplane-portal",
+         *       "has_client_secret": true,
+         *       "scopes": [
+         *         "openid",
+         *         "email",
+         *         "profile",
+         *         "groups"
+         *       ],
+         *       "groups_claim": "groups",
+         *       "group_mapping": [
+         *         {
+         *           "claim_value": "engineering",
+         *           "consumer_group_id": "cgr_engineering"
+         *         }
+         *       ],
+         *       "redirect_uri": "https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/sign-in/oidc/callback"
+         *     }
+         */
+        PortalOidc: {
+            /**
+             * Format: uri
+             * @description The provider's issuer URL (`https`; `http` only for loopback addresses, for local testing).
+             * @example https://login.example.com
+             */
+            issuer: string;
+            /**
+             * @description The portal's client id at the provider.
+             * @example toolplane-portal
+             */
+            client_id: string;
+            /**
+             * @description Whether a client secret is stored (encrypted; it is write-only and never returned). Without one the portal is a public client.
+             * @example true
+             */
+            has_client_secret: boolean;
+            /**
+             * @description Scopes requested at sign-in; `openid` is always requested.
+             * @example [
+             *       "openid",
+             *       "email",
+             *       "profile",
+             *       "groups"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * @description The claim (of the ID token, else of the userinfo response) that lists the consumer's groups; a string or an array of strings.
+             * @example groups
+             */
+            groups_claim: string;
+            /** @description Claim values that name a consumer group other than themselves. */
+            group_mapping: components["schemas"]["PortalGroupMapping"][];
+            /**
+             * Format: uri
+             * @description The callback to register at the provider (read-only).
+             * @example https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/sign-in/oidc/callback
+             */
+            redirect_uri: string;
+        };
+        /**
+         * @description How consumers sign in to the portal (`portal.auth`). Two ways, usable side by side: single sign-on with an OpenID Connect provider (`oidc`), and single-use invitation links issued through `POST /portals/{portal_id}/invitations` (always available). A consumer's sign-in lasts `session_expiry_time_in_seconds`; it is an `HttpOnly`, `SameSite=Lax` cookie scoped to the portal's page (`Secure` when the public URL is `https`), and an administrator can revoke it (`DELETE /portals/{portal_id}/consumer-sessions/{consumer_session_id}`).
          * @example {
          *       "object": "portal.auth",
-         *       "session_expiry_time_in_seconds": 86400
+         *       "session_expiry_time_in_seconds": 86400,
+         *       "oidc": null
          *     }
          */
         PortalAuth: {
@@ -6425,6 +6703,8 @@ export interface components {
              * @example 86400
              */
             session_expiry_time_in_seconds: number;
+            /** @description Single sign-on with an OpenID Connect provider, or null when consumers sign in with invitations only. */
+            oidc: components["schemas"]["PortalOidc"] | null;
         };
         /**
          * @description An address where the portal can be reached. This server serves each portal's page itself at `/p/{id}` under its public base URL (outside the API's paths), so there is one entry of type `portal`.
@@ -6448,9 +6728,12 @@ export interface components {
             url: string;
         };
         /**
-         * @description How the portal presents itself to consumers.
+         * @description How the portal page presents itself to consumers. The page loads nothing from elsewhere, so the logo is a `data:` URL kept with the portal.
          * @example {
-         *       "name": "Acme Tools"
+         *       "name": "Acme Tools",
+         *       "logo_url": null,
+         *       "primary_color": "#0b6e4f",
+         *       "background_color": null
          *     }
          */
         PortalBrand: {
@@ -6459,6 +6742,21 @@ export interface components {
              * @example Acme Tools
              */
             name: string | null;
+            /**
+             * @description The logo shown beside the name, a `data:image/png`, `jpeg`, `gif`, `webp` or `svg+xml` URL of at most 100,000 characters, or null for none.
+             * @example data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4=
+             */
+            logo_url: string | null;
+            /**
+             * @description The colour of the header and the buttons, `#rrggbb`, or null for the default (`#1f4fd1`). Text on it is black or white, whichever contrasts more.
+             * @example #0b6e4f
+             */
+            primary_color: string | null;
+            /**
+             * @description The page's background colour, `#rrggbb`, or null for the default (`#f6f7f9`).
+             * @example #ffffff
+             */
+            background_color: string | null;
         };
         /**
          * @description A branded MCP-server marketplace (`portal`) for the instance's consumers (end users). Consumer access decides which consumer groups may use which session templates through it.
@@ -6471,7 +6769,8 @@ export interface components {
          *       "description": "The MCP servers Acme offers its customers.",
          *       "auth": {
          *         "object": "portal.auth",
-         *         "session_expiry_time_in_seconds": 86400
+         *         "session_expiry_time_in_seconds": 86400,
+         *         "oidc": null
          *       },
          *       "urls": [
          *         {
@@ -6480,7 +6779,10 @@ export interface components {
          *         }
          *       ],
          *       "brand": {
-         *         "name": null
+         *         "name": null,
+         *         "logo_url": null,
+         *         "primary_color": null,
+         *         "background_color": null
          *       },
          *       "created_at": "2026-11-23T09:30:00.000Z",
          *       "updated_at": "2026-11-23T09:30:00.000Z"
@@ -6542,7 +6844,105 @@ export interface components {
             description?: components["schemas"]["Description"];
         };
         /**
-         * @description Body of a portal update request; omitted fields keep their value, and null clears `description` or `brand_name`. The slug stays as it was created. `status` is an extension to the documented body.
+         * @description Changes to `brand`; omitted fields keep their value and null clears one.
+         * @example {
+         *       "name": "Acme Tools",
+         *       "primary_color": "#0b6e4f"
+         *     }
+         */
+        PortalBrandUpdate: {
+            /**
+             * @description New `brand.name` (the same as `brand_name`), or null to show the portal's name.
+             * @example Acme Tools
+             */
+            name?: string | null;
+            /**
+             * @description New logo as a `data:image/…` URL (png, jpeg, gif, webp or svg+xml), or null for none.
+             * @example data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4=
+             */
+            logo_url?: string | null;
+            /**
+             * @description New header and button colour, `#rrggbb`, or null for the default.
+             * @example #0b6e4f
+             */
+            primary_color?: string | null;
+            /**
+             * @description New page background colour, `#rrggbb`, or null for the default.
+             * @example #ffffff
+             */
+            background_color?: string | null;
+        };
+        /**
+         * @description Sets the portal's OpenID Connect sign-in; it replaces the whole setting. `client_secret` is write-only and stored encrypted; omitted, the stored secret is kept.
+         * @example {
+         *       "issuer": "https://login.example.com",
+         *       "client_id": "toolplane-portal",
+         *       "client_secret": "s3cr3t",
+         *       "scopes": [
+         *         "openid",
+         *         "email",
+         *         "profile",
+         *         "groups"
+         *       ],
+         *       "groups_claim": "groups"
+         *     }
+         */
+        PortalOidcUpdate: {
+            /**
+             * Format: uri
+             * @description The provider's issuer URL (`https`; `http` only for loopback addresses).
+             * @example https://login.example.com
+             */
+            issuer: string;
+            /**
+             * @description The portal's client id at the provider.
+             * @example toolplane-portal
+             */
+            client_id: string;
+            /**
+             * @description The client secret (write-only, stored encrypted). Omitted keeps the stored secret.
+             * @example s3cr3t
+             */
+            client_secret?: string;
+            /**
+             * @description Scopes to request besides `openid`; `[openid, email, profile]` when omitted.
+             * @example [
+             *       "openid",
+             *       "email",
+             *       "profile",
+             *       "groups"
+             *     ]
+             */
+            scopes?: string[];
+            /**
+             * @description The claim that lists the consumer's groups; `groups` when omitted.
+             * @example groups
+             */
+            groups_claim?: string;
+            /** @description Claim values that name a consumer group other than themselves; none when omitted. */
+            group_mapping?: components["schemas"]["PortalGroupMapping"][];
+        };
+        /**
+         * @description Changes to `auth`; omitted fields keep their value.
+         * @example {
+         *       "oidc": {
+         *         "issuer": "https://login.example.com",
+         *         "client_id": "toolplane-portal",
+         *         "client_secret": "s3cr3t"
+         *       }
+         *     }
+         */
+        PortalAuthUpdate: {
+            /**
+             * @description New `auth.session_expiry_time_in_seconds`, 300 to 2592000; applies to consumer sessions started afterwards.
+             * @example 3600
+             */
+            session_expiry_time_in_seconds?: number;
+            /** @description The OpenID Connect sign-in, or null to turn it off (consumers then sign in with invitations only). */
+            oidc?: components["schemas"]["PortalOidcUpdate"] | null;
+        };
+        /**
+         * @description Body of a portal update request; omitted fields keep their value, and null clears `description` or `brand_name`. The slug stays as it was created. `status`, `brand` and `auth` are extensions to the documented body; `brand.name` and `brand_name` set the same field (the brand's wins when both are given), as do `auth.session_expiry_time_in_seconds` and `session_expiry_time_in_seconds`.
          * @example {
          *       "brand_name": "Acme Tools",
          *       "session_expiry_time_in_seconds": 3600
@@ -6563,6 +6963,8 @@ export interface components {
              */
             session_expiry_time_in_seconds?: number;
             status?: components["schemas"]["PortalStatus"];
+            brand?: components["schemas"]["PortalBrandUpdate"];
+            auth?: components["schemas"]["PortalAuthUpdate"];
         };
         /**
          * @description A short view of a catalog server (`server#preview`): the server of the session template's provider.
@@ -6791,6 +7193,252 @@ export interface components {
              */
             consumer_group_id: string;
             access: components["schemas"]["PortalConsumerAccessCreateAccess"];
+        };
+        /**
+         * @description A person who signed in to the portal (`portal.consumer`), by single sign-on or by accepting an invitation. They see and use what their consumer groups have access to on this portal, and only their own sessions and tool calls.
+         * @example {
+         *       "object": "portal.consumer",
+         *       "id": "pcn_01jqz7m3c8v4r2k9x5n6t0w1z2",
+         *       "portal_id": "ptl_01jqz7m3c8v4r2k9x5n6t0w1ys",
+         *       "status": "active",
+         *       "sign_in_method": "oidc",
+         *       "subject": "248289761001",
+         *       "name": "Jane Doe",
+         *       "email": "jane@example.com",
+         *       "consumer_group_ids": [
+         *         "cgr_engineering"
+         *       ],
+         *       "last_signed_in_at": "2026-11-23T09:30:00.000Z",
+         *       "created_at": "2026-11-23T09:30:00.000Z",
+         *       "updated_at": "2026-11-23T09:30:00.000Z"
+         *     }
+         */
+        PortalConsumer: {
+            /**
+             * @description Always `portal.consumer`.
+             * @constant
+             */
+            object: "portal.consumer";
+            /**
+             * @description Unique identifier, prefixed `pcn_`.
+             * @example pcn_01jqz7m3c8v4r2k9x5n6t0w1z2
+             */
+            id: string;
+            /**
+             * @description The portal (`ptl_…`).
+             * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+             */
+            portal_id: string;
+            /**
+             * @description `active`: can sign in. `revoked`: signed out everywhere, cannot sign in again, and the sessions they started are deleted (their connection URLs stop at once). Revoking is final.
+             * @example active
+             * @enum {string}
+             */
+            status: "active" | "revoked";
+            /**
+             * @description `oidc`: signs in through the portal's OpenID Connect provider. `invitation`: joined by accepting an invitation link.
+             * @example oidc
+             * @enum {string}
+             */
+            sign_in_method: "oidc" | "invitation";
+            /**
+             * @description The `sub` claim at the OpenID Connect provider, or null for invitation consumers.
+             * @example 248289761001
+             */
+            subject: string | null;
+            /**
+             * @description The name the provider gave (`name` claim), or null.
+             * @example Jane Doe
+             */
+            name: string | null;
+            /**
+             * @description The e-mail address the provider gave (`email` claim), or null.
+             * @example jane@example.com
+             */
+            email: string | null;
+            /**
+             * @description The consumer groups the consumer belongs to (for OIDC consumers, as of their last sign-in; for invitation consumers, the invitation's group).
+             * @example [
+             *       "cgr_engineering"
+             *     ]
+             */
+            consumer_group_ids: string[];
+            last_signed_in_at: components["schemas"]["Timestamp"] | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description A page of a portal's consumers.
+         * @example {
+         *       "items": [],
+         *       "pagination": {
+         *         "has_more_before": false,
+         *         "has_more_after": false,
+         *         "next_cursor": null,
+         *         "previous_cursor": null
+         *       }
+         *     }
+         */
+        PortalConsumerList: {
+            /** @description The consumers on this page. */
+            items: components["schemas"]["PortalConsumer"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description One sign-in of a consumer to the portal (`portal.consumer_session`): the browser cookie's server side. It lasts the portal's `auth.session_expiry_time_in_seconds` from sign-in. Revoking it signs the browser out and deletes the sessions the consumer started while signed in with it.
+         * @example {
+         *       "object": "portal.consumer_session",
+         *       "id": "pcs_01jqz7m3c8v4r2k9x5n6t0w1z3",
+         *       "portal_id": "ptl_01jqz7m3c8v4r2k9x5n6t0w1ys",
+         *       "consumer_id": "pcn_01jqz7m3c8v4r2k9x5n6t0w1z2",
+         *       "status": "active",
+         *       "expires_at": "2026-11-24T09:30:00.000Z",
+         *       "revoked_at": null,
+         *       "created_at": "2026-11-23T09:30:00.000Z"
+         *     }
+         */
+        PortalConsumerSession: {
+            /**
+             * @description Always `portal.consumer_session`.
+             * @constant
+             */
+            object: "portal.consumer_session";
+            /**
+             * @description Unique identifier, prefixed `pcs_`.
+             * @example pcs_01jqz7m3c8v4r2k9x5n6t0w1z3
+             */
+            id: string;
+            /**
+             * @description The portal (`ptl_…`).
+             * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+             */
+            portal_id: string;
+            /**
+             * @description The consumer (`pcn_…`).
+             * @example pcn_01jqz7m3c8v4r2k9x5n6t0w1z2
+             */
+            consumer_id: string;
+            /**
+             * @description `active`: the cookie signs the consumer in. `expired`: past `expires_at`. `revoked`: signed out, by the consumer or through the API.
+             * @example active
+             * @enum {string}
+             */
+            status: "active" | "expired" | "revoked";
+            expires_at: components["schemas"]["Timestamp"];
+            revoked_at: components["schemas"]["Timestamp"] | null;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description A page of consumer sessions.
+         * @example {
+         *       "items": [],
+         *       "pagination": {
+         *         "has_more_before": false,
+         *         "has_more_after": false,
+         *         "next_cursor": null,
+         *         "previous_cursor": null
+         *       }
+         *     }
+         */
+        PortalConsumerSessionList: {
+            /** @description The consumer sessions on this page. */
+            items: components["schemas"]["PortalConsumerSession"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description A single-use link (`portal.invitation`) that lets one person join the portal as a consumer of a consumer group, for portals without an identity provider (or beside one). Opening the link shows a page; accepting there creates the consumer and signs them in. It can be accepted once, until `expires_at`.
+         * @example {
+         *       "object": "portal.invitation",
+         *       "id": "pci_01jqz7m3c8v4r2k9x5n6t0w1z4",
+         *       "portal_id": "ptl_01jqz7m3c8v4r2k9x5n6t0w1ys",
+         *       "consumer_group_id": "cgr_engineering",
+         *       "status": "pending",
+         *       "url": "https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/invitations/tpi_9mQ3x",
+         *       "consumer_id": null,
+         *       "expires_at": "2026-11-30T09:30:00.000Z",
+         *       "accepted_at": null,
+         *       "created_at": "2026-11-23T09:30:00.000Z",
+         *       "updated_at": "2026-11-23T09:30:00.000Z"
+         *     }
+         */
+        PortalInvitation: {
+            /**
+             * @description Always `portal.invitation`.
+             * @constant
+             */
+            object: "portal.invitation";
+            /**
+             * @description Unique identifier, prefixed `pci_`.
+             * @example pci_01jqz7m3c8v4r2k9x5n6t0w1z4
+             */
+            id: string;
+            /**
+             * @description The portal (`ptl_…`).
+             * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+             */
+            portal_id: string;
+            /**
+             * @description The consumer group the person joins.
+             * @example cgr_engineering
+             */
+            consumer_group_id: string;
+            /**
+             * @description `pending`: can be accepted. `accepted`: used (single use). `expired`: past `expires_at` unused. `revoked`: withdrawn through the API.
+             * @example pending
+             * @enum {string}
+             */
+            status: "pending" | "accepted" | "expired" | "revoked";
+            /**
+             * @description The invitation link. It holds a secret, so it is returned once, by the create operation, and null everywhere else; only its hash is stored.
+             * @example https://toolplane.example.com/p/ptl_01jqz7m3c8v4r2k9x5n6t0w1ys/invitations/tpi_9mQ3x
+             */
+            url: string | null;
+            /**
+             * @description The consumer who accepted it, or null.
+             * @example null
+             */
+            consumer_id: string | null;
+            expires_at: components["schemas"]["Timestamp"];
+            accepted_at: components["schemas"]["Timestamp"] | null;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * @description A page of a portal's invitations.
+         * @example {
+         *       "items": [],
+         *       "pagination": {
+         *         "has_more_before": false,
+         *         "has_more_after": false,
+         *         "next_cursor": null,
+         *         "previous_cursor": null
+         *       }
+         *     }
+         */
+        PortalInvitationList: {
+            /** @description The invitations on this page. */
+            items: components["schemas"]["PortalInvitation"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description Body of a portal invitation create request.
+         * @example {
+         *       "consumer_group_id": "cgr_engineering",
+         *       "expires_in_seconds": 604800
+         *     }
+         */
+        PortalInvitationCreate: {
+            /**
+             * @description The consumer group the invited person joins; created (status `active`) on its first reference, like in consumer access.
+             * @example cgr_engineering
+             */
+            consumer_group_id: string;
+            /**
+             * @description How long the link can be accepted, 60 seconds to 30 days; 7 days when omitted.
+             * @default 604800
+             * @example 604800
+             */
+            expires_in_seconds?: number;
         };
     };
     responses: {
@@ -11752,6 +12400,413 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PortalConsumerAccess"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listPortalConsumers: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return, 1 to 100.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Return the items after the item with this id (in the requested order). Cannot be combined with `before` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description Return the items before the item with this id (in the requested order). Cannot be combined with `after` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Opaque cursor from `pagination.next_cursor` or `pagination.previous_cursor` of an earlier page. It carries the direction and order; cannot be combined with `after` or `before`.
+                 * @example eyJkIjoiYWZ0ZXIiLCJpZCI6InBncl8wMWpxejdtM2M4djRyMms5eDVuNnQwdzF5YSIsIm8iOiJhc2MifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Sort order by creation (ids are time-sortable). `asc` returns the oldest first.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+                /** @description Only consumers with one of these statuses. */
+                status?: ("active" | "revoked")[];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of consumers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalConsumerList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPortalConsumer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+                /**
+                 * @description The consumer's id (`pcn_…`).
+                 * @example pcn_01jqz7m3c8v4r2k9x5n6t0w1z2
+                 */
+                consumer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The consumer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalConsumer"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokePortalConsumer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+                /**
+                 * @description The consumer's id (`pcn_…`).
+                 * @example pcn_01jqz7m3c8v4r2k9x5n6t0w1z2
+                 */
+                consumer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked consumer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalConsumer"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listPortalConsumerSessions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return, 1 to 100.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Return the items after the item with this id (in the requested order). Cannot be combined with `before` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description Return the items before the item with this id (in the requested order). Cannot be combined with `after` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Opaque cursor from `pagination.next_cursor` or `pagination.previous_cursor` of an earlier page. It carries the direction and order; cannot be combined with `after` or `before`.
+                 * @example eyJkIjoiYWZ0ZXIiLCJpZCI6InBncl8wMWpxejdtM2M4djRyMms5eDVuNnQwdzF5YSIsIm8iOiJhc2MifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Sort order by creation (ids are time-sortable). `asc` returns the oldest first.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+                /** @description Only sessions of these consumers. */
+                consumer_id?: string[];
+                /** @description Only sessions with one of these statuses. */
+                status?: ("active" | "expired" | "revoked")[];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of consumer sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalConsumerSessionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokePortalConsumerSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+                /**
+                 * @description The consumer session's id (`pcs_…`).
+                 * @example pcs_01jqz7m3c8v4r2k9x5n6t0w1z3
+                 */
+                consumer_session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked consumer session. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalConsumerSession"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listPortalInvitations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of items to return, 1 to 100.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Return the items after the item with this id (in the requested order). Cannot be combined with `before` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                after?: components["parameters"]["After"];
+                /**
+                 * @description Return the items before the item with this id (in the requested order). Cannot be combined with `after` or `cursor`.
+                 * @example pgr_01jqz7m3c8v4r2k9x5n6t0w1ya
+                 */
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Opaque cursor from `pagination.next_cursor` or `pagination.previous_cursor` of an earlier page. It carries the direction and order; cannot be combined with `after` or `before`.
+                 * @example eyJkIjoiYWZ0ZXIiLCJpZCI6InBncl8wMWpxejdtM2M4djRyMms5eDVuNnQwdzF5YSIsIm8iOiJhc2MifQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Sort order by creation (ids are time-sortable). `asc` returns the oldest first.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalInvitationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createPortalInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of your choosing (1 to 255 printable ASCII characters; a UUID is typical) that makes retrying this POST safe. The server records the first request with the key, per instance, for 24 hours: repeating it (same path and same body) returns the first answer again with `Idempotent-Replayed: true` instead of acting twice. The same key with a different path or body is a 422 `idempotency_key_reused`; a repeat while the first request is still running is a 409 `idempotency_conflict` (retry shortly). 5xx and 429 answers are not recorded, so a retry after them runs again. `@toolplane/client` sends a fresh key with every POST.
+                 * @example 5b4c8d1e-8f0a-4c5e-9a7d-3f2b1c0d9e8f
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PortalInvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, with its link. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalInvitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPortalInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+                /**
+                 * @description The invitation's id (`pci_…`).
+                 * @example pci_01jqz7m3c8v4r2k9x5n6t0w1z4
+                 */
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalInvitation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokePortalInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The portal's id (`ptl_…`).
+                 * @example ptl_01jqz7m3c8v4r2k9x5n6t0w1ys
+                 */
+                portal_id: string;
+                /**
+                 * @description The invitation's id (`pci_…`).
+                 * @example pci_01jqz7m3c8v4r2k9x5n6t0w1z4
+                 */
+                invitation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalInvitation"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -5,6 +5,7 @@ import { isUniqueViolation } from "../../lib/db-errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
+import type { PortalConsumerService } from "../portal-consumers/service.ts";
 import type { PortalService } from "../portals/service.ts";
 
 type ConsumerAccess = components["schemas"]["PortalConsumerAccess"];
@@ -22,6 +23,7 @@ export class PortalConsumerAccessService {
   constructor(
     private readonly db: Db,
     private readonly portals: PortalService,
+    private readonly consumers: PortalConsumerService,
   ) {}
 
   async list(instanceId: string, portalId: string, filters: ConsumerAccessFilters) {
@@ -90,13 +92,17 @@ export class PortalConsumerAccessService {
     return this.get(instanceId, portalId, id);
   }
 
+  /** Deletes the access; sessions its consumers started that no other access allows end in the same transaction. */
   async delete(instanceId: string, portalId: string, id: string): Promise<ConsumerAccess> {
     const existing = await this.get(instanceId, portalId, id);
-    await this.db
-      .deleteFrom("portal_consumer_access")
-      .where("id", "=", id)
-      .where("instance_id", "=", instanceId)
-      .execute();
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .deleteFrom("portal_consumer_access")
+        .where("id", "=", id)
+        .where("instance_id", "=", instanceId)
+        .execute();
+      await this.consumers.endUnentitledSessions(trx, portalId);
+    });
     return existing;
   }
 

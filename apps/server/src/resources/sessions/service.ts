@@ -23,6 +23,14 @@ export interface SessionFilters extends ListParams {
   provider_deployment_id?: string[];
 }
 
+/** Who started a session from a portal (sessions created through the API have none). */
+export interface ConsumerOrigin {
+  consumer_id: string;
+  consumer_session_id: string;
+  portal_id: string;
+  portal_template_id: string;
+}
+
 /** The session's bearer secret: shown once, stored as its SHA-256 (what the gateway compares against). */
 export const hashSessionSecret = (secret: string) => createHash("sha256").update(secret).digest("hex");
 
@@ -68,7 +76,7 @@ export class SessionService {
   }
 
   /** Creates the session and its providers in one transaction; the response alone carries the secret. */
-  async create(instanceId: string, body: SessionCreate): Promise<Session> {
+  async create(instanceId: string, body: SessionCreate, origin?: ConsumerOrigin): Promise<Session> {
     const secret = `tpss_${randomBytes(24).toString("base64url")}`;
     const row = await this.db.transaction().execute(async (trx) => {
       const providers = await resolveEntries(trx, instanceId, body.providers);
@@ -85,6 +93,7 @@ export class SessionService {
           description: body.description ?? null,
           metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
           secret_hash: hashSessionSecret(secret),
+          ...origin,
           created_at: now,
           updated_at: now,
         })
@@ -196,6 +205,7 @@ export class SessionService {
       connection_url: r.status === "deleted" ? null : `${this.publicUrl}/mcp/${r.id}`,
       secret: null,
       provider_deployments: previews.get(r.id) ?? [],
+      consumer_id: r.consumer_id,
       created_at: iso(r.created_at),
       updated_at: iso(r.updated_at),
     }));
@@ -211,6 +221,23 @@ export class SessionService {
       .execute();
     return new Map(rows.map((r) => [r.session_id, Number(r.n)]));
   }
+}
+
+/**
+ * Ends sessions the way a delete does (status `deleted`, their endpoints stop at once, waiting calls fail), for
+ * rules that end several at a time (a portal consumer revoked, say). Returns the ids it ended.
+ */
+export async function endSessions(trx: Db, ids: string[], message: string): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const ended = await trx
+    .updateTable("sessions")
+    .set({ status: "deleted", connected_until: null, updated_at: new Date() })
+    .where("id", "in", ids)
+    .where("status", "!=", "deleted")
+    .returning("id")
+    .execute();
+  for (const { id } of ended) await failWaitingCalls(trx, "session_id", id, message);
+  return ended.map((r) => r.id);
 }
 
 /** Fails the tool calls of a session or session provider that still wait for their upstream. */

@@ -31,7 +31,12 @@ export class ToolCallService {
   /** The calls of the instance, or of one of its sessions; every filter holds (each is any-of). */
   async list(instanceId: string, filters: ToolCallFilters, sessionId?: string) {
     if (sessionId !== undefined) await this.assertSession(instanceId, sessionId);
-    let query = this.db.selectFrom("tool_calls as t").selectAll("t").where("t.instance_id", "=", instanceId);
+    let query = this.db
+      .selectFrom("tool_calls as t")
+      .innerJoin("sessions as s", "s.id", "t.session_id")
+      .selectAll("t")
+      .select("s.consumer_id")
+      .where("t.instance_id", "=", instanceId);
     if (sessionId !== undefined) query = query.where("t.session_id", "=", sessionId);
     for (const column of ["session_provider_id", "provider_id", "provider_deployment_id"] as const) {
       const ids = filters[column];
@@ -62,8 +67,14 @@ export class ToolCallService {
 
   async get(instanceId: string, id: string, sessionId?: string): Promise<ToolCall> {
     if (sessionId !== undefined) await this.assertSession(instanceId, sessionId);
-    let query = this.db.selectFrom("tool_calls").selectAll().where("instance_id", "=", instanceId).where("id", "=", id);
-    if (sessionId !== undefined) query = query.where("session_id", "=", sessionId);
+    let query = this.db
+      .selectFrom("tool_calls as t")
+      .innerJoin("sessions as s", "s.id", "t.session_id")
+      .selectAll("t")
+      .select("s.consumer_id")
+      .where("t.instance_id", "=", instanceId)
+      .where("t.id", "=", id);
+    if (sessionId !== undefined) query = query.where("t.session_id", "=", sessionId);
     const row = await query.executeTakeFirst();
     if (!row) throw ApiError.notFound("session.tool_call", id);
     return toApi(row);
@@ -97,7 +108,12 @@ export class ToolCallService {
         hint: "List the session's tools with an MCP client (tools/list) on its connection_url.",
       });
     }
-    return toApi(outcome.record);
+    const { consumer_id } = await this.db
+      .selectFrom("sessions")
+      .select("consumer_id")
+      .where("id", "=", sessionId)
+      .executeTakeFirstOrThrow();
+    return toApi({ ...outcome.record, consumer_id });
   }
 
   private async assertSession(instanceId: string, sessionId: string): Promise<void> {
@@ -111,7 +127,8 @@ export class ToolCallService {
   }
 }
 
-function toApi(r: Row<"tool_calls">): ToolCall {
+/** A call with the consumer of its session (sessions carry who started them from a portal). */
+function toApi(r: Row<"tool_calls"> & { consumer_id: string | null }): ToolCall {
   return {
     object: "session.tool_call",
     id: r.id,
@@ -121,6 +138,7 @@ function toApi(r: Row<"tool_calls">): ToolCall {
     source: "client",
     transport: r.transport,
     session_id: r.session_id,
+    consumer_id: r.consumer_id,
     message_id: r.message_id,
     session_provider_id: r.session_provider_id,
     connection_id: r.connection_id,

@@ -112,8 +112,16 @@ describe("portals: errors on update", () => {
       [{ status: "deleted" }, ["status"], "enum"],
       [{ status: null }, ["status"], "type"],
       [{ slug: "new-slug" }, ["slug"], "additional_property"],
-      [{ auth: { session_expiry_time_in_seconds: 600 } }, ["auth"], "additional_property"],
-      [{ brand: { name: "B" } }, ["brand"], "additional_property"],
+      [{ auth: { session_expiry_time_in_seconds: 60 } }, ["auth", "session_expiry_time_in_seconds"], "minimum"],
+      [{ auth: { oidc: { client_id: "c" } } }, ["auth", "oidc", "issuer"], "required"],
+      [
+        { auth: { oidc: { issuer: "https://i.example", client_id: "c", has_client_secret: true } } },
+        ["auth", "oidc", "has_client_secret"],
+        "additional_property",
+      ],
+      [{ brand: { primary_color: "red" } }, ["brand", "primary_color"], "pattern"],
+      [{ brand: { logo_url: "https://cdn.example/logo.png" } }, ["brand", "logo_url"], "pattern"],
+      [{ brand: { slogan: "B" } }, ["brand", "slogan"], "additional_property"],
     ];
     for (const [payload, path, code] of cases) {
       const res = await t.fetch(`/portals/${portal.id}`, send("PATCH", payload));

@@ -1,5 +1,6 @@
 import { unwrap } from "@toolplane/client";
 import { describe, expect, it } from "vitest";
+import { acceptInvitation, invite, PageVisitor } from "../../portal/support.ts";
 import { useTestServer } from "../../support/fixture.ts";
 import { seedSessionTemplate } from "../../support/seed.ts";
 
@@ -19,10 +20,17 @@ async function grant(portalId: string, groupId: string, templateId: string) {
   );
 }
 
-/** The public page, fetched without any key. */
+/** The public page (the sign-in page), fetched without any key. */
 async function page(portalId: string) {
   const res = await t.fetch(`/p/${portalId}`, { auth: false });
   return { res, html: await res.text() };
+}
+
+/** The marketplace page as a member of the group sees it, signed in with an invitation. */
+async function memberPage(portalId: string, groupId: string) {
+  const visitor = new PageVisitor(t.url);
+  await acceptInvitation(visitor, (await invite(t.tenant, portalId, groupId)).url ?? "");
+  return { visitor, ...(await visitor.get(`/p/${portalId}`)) };
 }
 
 describe("portals: happy paths", () => {
@@ -40,9 +48,9 @@ describe("portals: happy paths", () => {
       name: "Acme Marketplace",
       slug: "acme-marketplace",
       description: "What Acme offers",
-      auth: { object: "portal.auth", session_expiry_time_in_seconds: 86400 },
+      auth: { object: "portal.auth", session_expiry_time_in_seconds: 86400, oidc: null },
       urls: [{ type: "portal", url: expect.stringMatching(new RegExp(`/p/${created.id}$`)) }],
-      brand: { name: null },
+      brand: { name: null, logo_url: null, primary_color: null, background_color: null },
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
     });
@@ -120,8 +128,8 @@ describe("portals: happy paths", () => {
       ...created,
       name: "After",
       description: "New",
-      brand: { name: "Acme Tools" },
-      auth: { object: "portal.auth", session_expiry_time_in_seconds: 3600 },
+      brand: { ...created.brand, name: "Acme Tools" },
+      auth: { object: "portal.auth", session_expiry_time_in_seconds: 3600, oidc: null },
       status: "archived",
       updated_at: expect.stringMatching(ISO),
     });
@@ -147,6 +155,76 @@ describe("portals: happy paths", () => {
     expect(row).toMatchObject({ brand_name: null, description: null, session_expiry_seconds: 3600, status: "active" });
   });
 
+  it("sets the brand and the OIDC sign-in; the client secret is write-only and stored encrypted", async () => {
+    const created = await unwrap(t.client.POST("/portals", { body: { name: "Branded" } }));
+    const path = { portal_id: created.id };
+    const logo = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4=";
+    const secret = "oidc-client-secret-7f3a9c";
+    const updated = await unwrap(
+      t.client.PATCH("/portals/{portal_id}", {
+        params: { path },
+        body: {
+          brand: { name: "Acme", logo_url: logo, primary_color: "#0b6e4f", background_color: "#ffffff" },
+          auth: {
+            session_expiry_time_in_seconds: 600,
+            oidc: {
+              issuer: "https://login.example.com",
+              client_id: "portal-client",
+              client_secret: secret,
+              scopes: ["email", "groups"],
+              group_mapping: [{ claim_value: "eng", consumer_group_id: "cgr_engineering" }],
+            },
+          },
+        },
+      }),
+    );
+    expect(updated.brand).toEqual({
+      name: "Acme",
+      logo_url: logo,
+      primary_color: "#0b6e4f",
+      background_color: "#ffffff",
+    });
+    expect(updated.auth).toEqual({
+      object: "portal.auth",
+      session_expiry_time_in_seconds: 600,
+      oidc: {
+        issuer: "https://login.example.com",
+        client_id: "portal-client",
+        has_client_secret: true,
+        scopes: ["openid", "email", "groups"],
+        groups_claim: "groups",
+        group_mapping: [{ claim_value: "eng", consumer_group_id: "cgr_engineering" }],
+        redirect_uri: `${created.urls[0]?.url}/sign-in/oidc/callback`,
+      },
+    });
+    expect(JSON.stringify(updated)).not.toContain(secret);
+    const row = await t.db.selectFrom("portals").selectAll().where("id", "=", created.id).executeTakeFirstOrThrow();
+    expect(JSON.stringify(row)).not.toContain(secret);
+
+    // Changing other settings keeps the stored secret; null turns single sign-on off.
+    const kept = await unwrap(
+      t.client.PATCH("/portals/{portal_id}", {
+        params: { path },
+        body: { auth: { oidc: { issuer: "https://login.example.com", client_id: "other" } } },
+      }),
+    );
+    expect(kept.auth.oidc).toMatchObject({
+      client_id: "other",
+      has_client_secret: true,
+      scopes: ["openid", "email", "profile"],
+    });
+    const off = await unwrap(
+      t.client.PATCH("/portals/{portal_id}", { params: { path }, body: { auth: { oidc: null } } }),
+    );
+    expect(off.auth.oidc).toBeNull();
+
+    const insecure = await t.client.PATCH("/portals/{portal_id}", {
+      params: { path },
+      body: { auth: { oidc: { issuer: "http://login.example.com", client_id: "c" } } },
+    });
+    expect(insecure.response.status).toBe(400);
+  });
+
   it("leaves omitted fields alone; an empty body only touches updated_at", async () => {
     const created = await unwrap(t.client.POST("/portals", { body: { name: "Partial", description: "Kept" } }));
     const path = { portal_id: created.id };
@@ -170,7 +248,7 @@ describe("portals: happy paths", () => {
       const res = await unwrap(
         t.client.PATCH("/portals/{portal_id}", { params: { path }, body: { session_expiry_time_in_seconds: seconds } }),
       );
-      expect(res.auth).toEqual({ object: "portal.auth", session_expiry_time_in_seconds: seconds });
+      expect(res.auth).toEqual({ object: "portal.auth", session_expiry_time_in_seconds: seconds, oidc: null });
     }
   });
 
@@ -290,31 +368,38 @@ describe("portals: the public portal page", () => {
     const hidden = await seedSessionTemplate(t.db, t.tenant.instanceId, "Granted elsewhere");
     const ungranted = await seedSessionTemplate(t.db, t.tenant.instanceId, "Never granted");
 
-    const empty = await page(portal.id);
-    expect(empty.res.status).toBe(200);
-    expect(empty.res.headers.get("content-type")).toMatch(/^text\/html/);
-    expect(empty.html).toContain("<title>Page Portal</title>");
-    expect(empty.html).toContain("<h1>Page Portal</h1>");
-    expect(empty.html).toContain("Tools for partners");
-    expect(empty.html).toContain("Nothing is shared on this portal yet.");
+    const signIn = await page(portal.id);
+    expect(signIn.res.status).toBe(200);
+    expect(signIn.res.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(signIn.html).toContain("<title>Sign in · Page Portal</title>");
+    expect(signIn.html).toContain("<h1>Sign in to Page Portal</h1>");
+    expect(signIn.html).toContain("Tools for partners");
+    const empty = await memberPage(portal.id, "page-group-1");
+    expect(empty.html).toContain("Nothing is shared with you on this portal yet.");
 
     await grant(portal.id, "page-group-1", weather);
     await grant(portal.id, "page-group-2", weather);
     await grant(portal.id, "page-group-1", alpha);
     await grant(other.id, "page-group-1", hidden);
 
-    const { res, html } = await page(portal.id);
-    expect(res.status).toBe(200);
+    // Anonymous visitors see no template; members see their groups' templates.
+    expect((await page(portal.id)).html).not.toContain("Weather assistant");
+    const { status, html } = await memberPage(portal.id, "page-group-1");
+    expect(status).toBe(200);
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain("Weather assistant");
     expect(html).toContain("Alpha tools");
-    // A template granted to two groups is listed once; templates are ordered by name.
-    expect(html.split("Weather assistant")).toHaveLength(2);
+    // A template granted to two groups is listed once (its card names it in its heading, button and placeholder);
+    // templates are ordered by name.
+    expect(html.split(">Weather assistant</h3>")).toHaveLength(2);
     expect(html.indexOf("Alpha tools")).toBeLessThan(html.indexOf("Weather assistant"));
     expect(html).not.toContain("Granted elsewhere");
     expect(html).not.toContain("Never granted");
-    expect(html).not.toContain("Nothing is shared on this portal yet.");
+    expect(html).not.toContain("Nothing is shared with you");
     expect(ungranted).toMatch(/^set_/);
+    const second = await memberPage(portal.id, "page-group-2");
+    expect(second.html).toContain("Weather assistant");
+    expect(second.html).not.toContain("Alpha tools");
   });
 
   it("shows the brand name instead of the portal name, and the name again once the brand is cleared", async () => {
@@ -322,13 +407,13 @@ describe("portals: the public portal page", () => {
     const path = { portal_id: portal.id };
     await unwrap(t.client.PATCH("/portals/{portal_id}", { params: { path }, body: { brand_name: "Shiny Brand" } }));
     const branded = await page(portal.id);
-    expect(branded.html).toContain("<title>Shiny Brand</title>");
-    expect(branded.html).toContain("<h1>Shiny Brand</h1>");
+    expect(branded.html).toContain("<title>Sign in · Shiny Brand</title>");
+    expect(branded.html).toContain('<p class="brand">Shiny Brand</p>');
     expect(branded.html).not.toContain("Internal Name");
 
     await unwrap(t.client.PATCH("/portals/{portal_id}", { params: { path }, body: { brand_name: null } }));
     const plain = await page(portal.id);
-    expect(plain.html).toContain("<h1>Internal Name</h1>");
+    expect(plain.html).toContain('<p class="brand">Internal Name</p>');
     expect(plain.html).not.toContain("Shiny Brand");
   });
 
@@ -336,13 +421,14 @@ describe("portals: the public portal page", () => {
     const portal = await unwrap(t.client.POST("/portals", { body: { name: "Revoking" } }));
     const templateId = await seedSessionTemplate(t.db, t.tenant.instanceId, "Revocable template");
     const access = await grant(portal.id, "revoke-group", templateId);
-    expect((await page(portal.id)).html).toContain("Revocable template");
+    const { visitor, html } = await memberPage(portal.id, "revoke-group");
+    expect(html).toContain("Revocable template");
     await unwrap(
       t.client.DELETE("/portals/{portal_id}/consumer-access/{consumer_access_id}", {
         params: { path: { portal_id: portal.id, consumer_access_id: access.id } },
       }),
     );
-    expect((await page(portal.id)).html).not.toContain("Revocable template");
+    expect((await visitor.get(`/p/${portal.id}`)).html).not.toContain("Revocable template");
   });
 
   it("answers 404 for an archived portal, and serves it again once it is active", async () => {
@@ -352,7 +438,8 @@ describe("portals: the public portal page", () => {
     const archived = await page(portal.id);
     expect(archived.res.status).toBe(404);
     expect(archived.html).not.toContain("Archivable");
-    expect(JSON.parse(archived.html)).toMatchObject({ code: "not_found", status: 404, entity: "portal" });
+    expect(archived.res.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(archived.html).toContain("Portal not found");
 
     // Archiving keeps the portal readable through the API.
     expect((await unwrap(t.client.GET("/portals/{portal_id}", { params: { path } }))).status).toBe("archived");
@@ -379,9 +466,11 @@ describe("portals: the public portal page", () => {
     const named = await page(portal.id);
     expect(named.res.status).toBe(200);
     expect(named.html).not.toContain("<script>");
-    expect(named.html).toContain("<h1>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co</h1>");
+    expect(named.html).toContain("<h1>Sign in to &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co</h1>");
     expect(named.html).toContain("desc &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &#39;quoted&#39;");
-    expect(named.html).toContain("tpl &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;");
+    const member = await memberPage(portal.id, "xss-group");
+    expect(member.html).not.toContain("<script>alert");
+    expect(member.html).toContain("tpl &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;");
 
     await unwrap(
       t.client.PATCH("/portals/{portal_id}", {
@@ -391,6 +480,6 @@ describe("portals: the public portal page", () => {
     );
     const branded = await page(portal.id);
     expect(branded.html).not.toContain("<img");
-    expect(branded.html).toContain("<title>&lt;img src=x onerror=alert(1)&gt;</title>");
+    expect(branded.html).toContain("<title>Sign in · &lt;img src=x onerror=alert(1)&gt;</title>");
   });
 });

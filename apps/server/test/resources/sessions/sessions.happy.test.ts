@@ -65,6 +65,7 @@ describe("sessions: create", () => {
           provider_deployment_id: ev.deployment.id,
         },
       ],
+      consumer_id: null,
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
     });

@@ -120,6 +120,7 @@ describe("POST /sessions/:session_id/tool-calls", () => {
       source: "client",
       transport: "tool_call",
       session_id: session.id,
+      consumer_id: null,
       message_id: expect.stringMatching(/^smg_/),
       session_provider_id: expect.stringMatching(/^spv_/),
       connection_id: null,

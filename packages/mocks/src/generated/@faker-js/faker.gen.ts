@@ -3,7 +3,7 @@
 
 import { faker, type Faker } from '@faker-js/faker';
 
-import type { AddProviderGroupListingData, AddProviderGroupListingErrors, AddProviderGroupListingResponses, After, Before, CreateCustomProviderCommitData, CreateCustomProviderCommitErrors, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderErrors, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionErrors, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessErrors, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalErrors, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigErrors, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsErrors, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportErrors, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportErrors, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigErrors, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultErrors, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentErrors, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupErrors, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupErrors, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportErrors, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionErrors, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionProviderData, CreateSessionProviderErrors, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateErrors, CreateSessionTemplateProviderData, CreateSessionTemplateProviderErrors, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallErrors, CreateSessionToolCallResponses, Cursor, CustomProvider, CustomProviderActor, CustomProviderCommit, CustomProviderCommitAction, CustomProviderCommitActionType, CustomProviderCommitCreate, CustomProviderCommitList, CustomProviderCommitMergeAction, CustomProviderCommitRollbackAction, CustomProviderConfig, CustomProviderCreate, CustomProviderCreateWritable, CustomProviderDeployment, CustomProviderDeploymentCommit, CustomProviderEnvironment, CustomProviderError, CustomProviderFrom, CustomProviderFromContainer, CustomProviderFromContainerWritable, CustomProviderFromFunction, CustomProviderFromRemote, CustomProviderFromWritable, CustomProviderFunctionFile, CustomProviderList, CustomProviderProvider, CustomProviderStatus, CustomProviderType, CustomProviderUpdate, CustomProviderVersion, CustomProviderVersionCreate, CustomProviderVersionCreateWritable, CustomProviderVersionEnvironment, CustomProviderVersionList, CustomProviderVersionStatus, DeletePortalConsumerAccessData, DeletePortalConsumerAccessErrors, DeletePortalConsumerAccessResponses, DeletePortalData, DeletePortalErrors, DeletePortalResponses, DeleteProviderAuthConfigData, DeleteProviderAuthConfigErrors, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsData, DeleteProviderAuthCredentialsErrors, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigData, DeleteProviderConfigErrors, DeleteProviderConfigResponses, DeleteProviderConfigVaultData, DeleteProviderConfigVaultErrors, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentData, DeleteProviderDeploymentErrors, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionData, DeleteProviderSetupSessionErrors, DeleteProviderSetupSessionResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionProviderData, DeleteSessionProviderErrors, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderData, DeleteSessionTemplateProviderErrors, DeleteSessionTemplateProviderResponses, Description, Error, ErrorCode, ErrorDetail, GetCustomProviderCommitData, GetCustomProviderCommitErrors, GetCustomProviderCommitResponses, GetCustomProviderData, GetCustomProviderErrors, GetCustomProviderResponses, GetCustomProviderVersionData, GetCustomProviderVersionErrors, GetCustomProviderVersionResponses, GetPortalConsumerAccessData, GetPortalConsumerAccessErrors, GetPortalConsumerAccessResponses, GetPortalData, GetPortalErrors, GetPortalResponses, GetProviderAuthConfigData, GetProviderAuthConfigErrors, GetProviderAuthConfigResponses, GetProviderAuthCredentialsData, GetProviderAuthCredentialsErrors, GetProviderAuthCredentialsResponses, GetProviderAuthExportData, GetProviderAuthExportErrors, GetProviderAuthExportResponses, GetProviderAuthImportData, GetProviderAuthImportErrors, GetProviderAuthImportResponses, GetProviderAuthImportSchemaData, GetProviderAuthImportSchemaErrors, GetProviderAuthImportSchemaResponses, GetProviderConfigData, GetProviderConfigErrors, GetProviderConfigResponses, GetProviderConfigSchemaData, GetProviderConfigSchemaErrors, GetProviderConfigSchemaResponses, GetProviderConfigVaultData, GetProviderConfigVaultErrors, GetProviderConfigVaultResponses, GetProviderData, GetProviderDeploymentData, GetProviderDeploymentErrors, GetProviderDeploymentResponses, GetProviderErrors, GetProviderGroupData, GetProviderGroupErrors, GetProviderGroupResponses, GetProviderListingData, GetProviderListingErrors, GetProviderListingResponses, GetProviderOAuthSetupData, GetProviderOAuthSetupErrors, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportData, GetProviderOAuthTokenImportErrors, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionData, GetProviderSetupSessionErrors, GetProviderSetupSessionResponses, GetProviderVersionData, GetProviderVersionErrors, GetProviderVersionResponses, GetServerData, GetServerErrors, GetServerResponses, GetSessionData, GetSessionErrors, GetSessionProviderData, GetSessionProviderErrors, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateData, GetSessionTemplateErrors, GetSessionTemplateProviderData, GetSessionTemplateProviderErrors, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallData, GetSessionToolCallErrors, GetSessionToolCallResponses, GetToolCallData, GetToolCallErrors, GetToolCallResponses, IdempotencyKey, JsonSchemaObject, Limit, ListCustomProviderCommitsData, ListCustomProviderCommitsErrors, ListCustomProviderCommitsResponses, ListCustomProvidersData, ListCustomProvidersErrors, ListCustomProvidersResponses, ListCustomProviderVersionsData, ListCustomProviderVersionsErrors, ListCustomProviderVersionsResponses, ListPortalConsumerAccessData, ListPortalConsumerAccessErrors, ListPortalConsumerAccessResponses, ListPortalsData, ListPortalsErrors, ListPortalsResponses, ListProviderAuthConfigsData, ListProviderAuthConfigsErrors, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsData, ListProviderAuthCredentialsErrors, ListProviderAuthCredentialsResponses, ListProviderAuthExportsData, ListProviderAuthExportsErrors, ListProviderAuthExportsResponses, ListProviderAuthImportsData, ListProviderAuthImportsErrors, ListProviderAuthImportsResponses, ListProviderConfigsData, ListProviderConfigsErrors, ListProviderConfigsResponses, ListProviderConfigVaultsData, ListProviderConfigVaultsErrors, ListProviderConfigVaultsResponses, ListProviderDeploymentsData, ListProviderDeploymentsErrors, ListProviderDeploymentsResponses, ListProviderGroupsData, ListProviderGroupsErrors, ListProviderGroupsResponses, ListProviderListingsData, ListProviderListingsErrors, ListProviderListingsResponses, ListProviderOAuthSetupsData, ListProviderOAuthSetupsErrors, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsData, ListProviderOAuthTokenImportsErrors, ListProviderOAuthTokenImportsResponses, ListProvidersData, ListProvidersErrors, ListProviderSetupSessionsData, ListProviderSetupSessionsErrors, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsData, ListProviderVersionsErrors, ListProviderVersionsResponses, ListServersData, ListServersErrors, ListServersResponses, ListSessionProvidersData, ListSessionProvidersErrors, ListSessionProvidersResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionTemplateProvidersData, ListSessionTemplateProvidersErrors, ListSessionTemplateProvidersResponses, ListSessionTemplatesData, ListSessionTemplatesErrors, ListSessionTemplatesResponses, ListSessionToolCallsData, ListSessionToolCallsErrors, ListSessionToolCallsResponses, ListToolCallsData, ListToolCallsErrors, ListToolCallsResponses, Metadata, Name, NullableMetadata, Order, Pagination, Portal, PortalAuth, PortalBrand, PortalConsumerAccess, PortalConsumerAccessAccess, PortalConsumerAccessCreate, PortalConsumerAccessCreateAccess, PortalConsumerAccessList, PortalConsumerAccessServerDeploymentTemplate, PortalConsumerAccessServerDeploymentTemplateCreate, PortalConsumerGroup, PortalCreate, PortalList, PortalServerPreview, PortalStatus, PortalUpdate, PortalUrl, Provider, ProviderAuthConfig, ProviderAuthConfigCreate, ProviderAuthConfigList, ProviderAuthConfigReference, ProviderAuthConfigUpdate, ProviderAuthCredentials, ProviderAuthCredentialsCreate, ProviderAuthCredentialsCreateWritable, ProviderAuthCredentialsList, ProviderAuthCredentialsOAuthConfig, ProviderAuthCredentialsOAuthConfigWritable, ProviderAuthCredentialsReference, ProviderAuthCredentialsUpdate, ProviderAuthExport, ProviderAuthExportCreate, ProviderAuthExportList, ProviderAuthExportManualValue, ProviderAuthExportOAuthValue, ProviderAuthImport, ProviderAuthImportCreate, ProviderAuthImportCreateWritable, ProviderAuthImportList, ProviderAuthImportSchema, ProviderAuthMethod, ProviderAuthMethodScope, ProviderConfig, ProviderConfigCreate, ProviderConfigCreateWritable, ProviderConfigList, ProviderConfigPreview, ProviderConfigReference, ProviderConfigSchema, ProviderConfigSourceInline, ProviderConfigSourceInlineWritable, ProviderConfigSourceVault, ProviderConfigUpdate, ProviderConfigVault, ProviderConfigVaultCreate, ProviderConfigVaultCreateWritable, ProviderConfigVaultList, ProviderConfigVaultUpdate, ProviderDeployment, ProviderDeploymentCreate, ProviderDeploymentList, ProviderDeploymentReference, ProviderDeploymentStatus, ProviderDeploymentUpdate, ProviderGroup, ProviderGroupCreate, ProviderGroupList, ProviderGroupListingAdd, ProviderGroupUpdate, ProviderList, ProviderListing, ProviderListingList, ProviderOAuthSetup, ProviderOAuthSetupConfig, ProviderOAuthSetupCreate, ProviderOAuthSetupList, ProviderOAuthSetupUpdate, ProviderOAuthTokenImport, ProviderOAuthTokenImportCreate, ProviderOAuthTokenImportCreateWritable, ProviderOAuthTokenImportList, ProviderOAuthTokenImportUpdate, ProviderOAuthTokenImportUpdateWritable, ProviderPreview, ProviderPublisher, ProviderSetupAuthConfig, ProviderSetupCredentials, ProviderSetupDeployment, ProviderSetupSession, ProviderSetupSessionCreate, ProviderSetupSessionList, ProviderSetupSessionUpdate, ProviderTool, ProviderType, ProviderVersion, ProviderVersionDetail, ProviderVersionList, RemoveProviderGroupListingData, RemoveProviderGroupListingErrors, RemoveProviderGroupListingResponses, Server, ServerDeploymentTemplatePreview, ServerList, ServerPreview, ServerSource, ServerSourceContainer, ServerSourceRemote, ServerSourceStdio, ServerVariant, ServerVersion, Session, SessionCreate, SessionList, SessionProvider, SessionProviderCreate, SessionProviderDeploymentPreview, SessionProviderEntries, SessionProviderEntry, SessionProviderList, SessionProviderUpdate, SessionTemplate, SessionTemplateCreate, SessionTemplateList, SessionTemplateProvider, SessionTemplateProviderCreate, SessionTemplateProviderList, SessionTemplateProviderUpdate, SessionTemplateUpdate, SessionUpdate, Timestamp, ToolCall, ToolCallCreate, ToolCallError, ToolCallList, ToolCallOutput, ToolCallTool, ToolFilters, UpdateCustomProviderData, UpdateCustomProviderErrors, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalErrors, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigErrors, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsErrors, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigErrors, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultErrors, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentErrors, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupErrors, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupErrors, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportErrors, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionErrors, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionProviderData, UpdateSessionProviderErrors, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateErrors, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderErrors, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from '../types.gen';
+import type { AddProviderGroupListingData, AddProviderGroupListingErrors, AddProviderGroupListingResponses, After, Before, CreateCustomProviderCommitData, CreateCustomProviderCommitErrors, CreateCustomProviderCommitResponses, CreateCustomProviderData, CreateCustomProviderErrors, CreateCustomProviderResponses, CreateCustomProviderVersionData, CreateCustomProviderVersionErrors, CreateCustomProviderVersionResponses, CreatePortalConsumerAccessData, CreatePortalConsumerAccessErrors, CreatePortalConsumerAccessResponses, CreatePortalData, CreatePortalErrors, CreatePortalInvitationData, CreatePortalInvitationErrors, CreatePortalInvitationResponses, CreatePortalResponses, CreateProviderAuthConfigData, CreateProviderAuthConfigErrors, CreateProviderAuthConfigResponses, CreateProviderAuthCredentialsData, CreateProviderAuthCredentialsErrors, CreateProviderAuthCredentialsResponses, CreateProviderAuthExportData, CreateProviderAuthExportErrors, CreateProviderAuthExportResponses, CreateProviderAuthImportData, CreateProviderAuthImportErrors, CreateProviderAuthImportResponses, CreateProviderConfigData, CreateProviderConfigErrors, CreateProviderConfigResponses, CreateProviderConfigVaultData, CreateProviderConfigVaultErrors, CreateProviderConfigVaultResponses, CreateProviderDeploymentData, CreateProviderDeploymentErrors, CreateProviderDeploymentResponses, CreateProviderGroupData, CreateProviderGroupErrors, CreateProviderGroupResponses, CreateProviderOAuthSetupData, CreateProviderOAuthSetupErrors, CreateProviderOAuthSetupResponses, CreateProviderOAuthTokenImportData, CreateProviderOAuthTokenImportErrors, CreateProviderOAuthTokenImportResponses, CreateProviderSetupSessionData, CreateProviderSetupSessionErrors, CreateProviderSetupSessionResponses, CreateSessionData, CreateSessionErrors, CreateSessionProviderData, CreateSessionProviderErrors, CreateSessionProviderResponses, CreateSessionResponses, CreateSessionTemplateData, CreateSessionTemplateErrors, CreateSessionTemplateProviderData, CreateSessionTemplateProviderErrors, CreateSessionTemplateProviderResponses, CreateSessionTemplateResponses, CreateSessionToolCallData, CreateSessionToolCallErrors, CreateSessionToolCallResponses, Cursor, CustomProvider, CustomProviderActor, CustomProviderCommit, CustomProviderCommitAction, CustomProviderCommitActionType, CustomProviderCommitCreate, CustomProviderCommitList, CustomProviderCommitMergeAction, CustomProviderCommitRollbackAction, CustomProviderConfig, CustomProviderCreate, CustomProviderCreateWritable, CustomProviderDeployment, CustomProviderDeploymentCommit, CustomProviderEnvironment, CustomProviderError, CustomProviderFrom, CustomProviderFromContainer, CustomProviderFromContainerWritable, CustomProviderFromFunction, CustomProviderFromRemote, CustomProviderFromWritable, CustomProviderFunctionFile, CustomProviderList, CustomProviderProvider, CustomProviderStatus, CustomProviderType, CustomProviderUpdate, CustomProviderVersion, CustomProviderVersionCreate, CustomProviderVersionCreateWritable, CustomProviderVersionEnvironment, CustomProviderVersionList, CustomProviderVersionStatus, DeletePortalConsumerAccessData, DeletePortalConsumerAccessErrors, DeletePortalConsumerAccessResponses, DeletePortalData, DeletePortalErrors, DeletePortalResponses, DeleteProviderAuthConfigData, DeleteProviderAuthConfigErrors, DeleteProviderAuthConfigResponses, DeleteProviderAuthCredentialsData, DeleteProviderAuthCredentialsErrors, DeleteProviderAuthCredentialsResponses, DeleteProviderConfigData, DeleteProviderConfigErrors, DeleteProviderConfigResponses, DeleteProviderConfigVaultData, DeleteProviderConfigVaultErrors, DeleteProviderConfigVaultResponses, DeleteProviderDeploymentData, DeleteProviderDeploymentErrors, DeleteProviderDeploymentResponses, DeleteProviderSetupSessionData, DeleteProviderSetupSessionErrors, DeleteProviderSetupSessionResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionProviderData, DeleteSessionProviderErrors, DeleteSessionProviderResponses, DeleteSessionResponses, DeleteSessionTemplateProviderData, DeleteSessionTemplateProviderErrors, DeleteSessionTemplateProviderResponses, Description, Error, ErrorCode, ErrorDetail, GetCustomProviderCommitData, GetCustomProviderCommitErrors, GetCustomProviderCommitResponses, GetCustomProviderData, GetCustomProviderErrors, GetCustomProviderResponses, GetCustomProviderVersionData, GetCustomProviderVersionErrors, GetCustomProviderVersionResponses, GetPortalConsumerAccessData, GetPortalConsumerAccessErrors, GetPortalConsumerAccessResponses, GetPortalConsumerData, GetPortalConsumerErrors, GetPortalConsumerResponses, GetPortalData, GetPortalErrors, GetPortalInvitationData, GetPortalInvitationErrors, GetPortalInvitationResponses, GetPortalResponses, GetProviderAuthConfigData, GetProviderAuthConfigErrors, GetProviderAuthConfigResponses, GetProviderAuthCredentialsData, GetProviderAuthCredentialsErrors, GetProviderAuthCredentialsResponses, GetProviderAuthExportData, GetProviderAuthExportErrors, GetProviderAuthExportResponses, GetProviderAuthImportData, GetProviderAuthImportErrors, GetProviderAuthImportResponses, GetProviderAuthImportSchemaData, GetProviderAuthImportSchemaErrors, GetProviderAuthImportSchemaResponses, GetProviderConfigData, GetProviderConfigErrors, GetProviderConfigResponses, GetProviderConfigSchemaData, GetProviderConfigSchemaErrors, GetProviderConfigSchemaResponses, GetProviderConfigVaultData, GetProviderConfigVaultErrors, GetProviderConfigVaultResponses, GetProviderData, GetProviderDeploymentData, GetProviderDeploymentErrors, GetProviderDeploymentResponses, GetProviderErrors, GetProviderGroupData, GetProviderGroupErrors, GetProviderGroupResponses, GetProviderListingData, GetProviderListingErrors, GetProviderListingResponses, GetProviderOAuthSetupData, GetProviderOAuthSetupErrors, GetProviderOAuthSetupResponses, GetProviderOAuthTokenImportData, GetProviderOAuthTokenImportErrors, GetProviderOAuthTokenImportResponses, GetProviderResponses, GetProviderSetupSessionData, GetProviderSetupSessionErrors, GetProviderSetupSessionResponses, GetProviderVersionData, GetProviderVersionErrors, GetProviderVersionResponses, GetServerData, GetServerErrors, GetServerResponses, GetSessionData, GetSessionErrors, GetSessionProviderData, GetSessionProviderErrors, GetSessionProviderResponses, GetSessionResponses, GetSessionTemplateData, GetSessionTemplateErrors, GetSessionTemplateProviderData, GetSessionTemplateProviderErrors, GetSessionTemplateProviderResponses, GetSessionTemplateResponses, GetSessionToolCallData, GetSessionToolCallErrors, GetSessionToolCallResponses, GetToolCallData, GetToolCallErrors, GetToolCallResponses, IdempotencyKey, JsonSchemaObject, Limit, ListCustomProviderCommitsData, ListCustomProviderCommitsErrors, ListCustomProviderCommitsResponses, ListCustomProvidersData, ListCustomProvidersErrors, ListCustomProvidersResponses, ListCustomProviderVersionsData, ListCustomProviderVersionsErrors, ListCustomProviderVersionsResponses, ListPortalConsumerAccessData, ListPortalConsumerAccessErrors, ListPortalConsumerAccessResponses, ListPortalConsumersData, ListPortalConsumersErrors, ListPortalConsumerSessionsData, ListPortalConsumerSessionsErrors, ListPortalConsumerSessionsResponses, ListPortalConsumersResponses, ListPortalInvitationsData, ListPortalInvitationsErrors, ListPortalInvitationsResponses, ListPortalsData, ListPortalsErrors, ListPortalsResponses, ListProviderAuthConfigsData, ListProviderAuthConfigsErrors, ListProviderAuthConfigsResponses, ListProviderAuthCredentialsData, ListProviderAuthCredentialsErrors, ListProviderAuthCredentialsResponses, ListProviderAuthExportsData, ListProviderAuthExportsErrors, ListProviderAuthExportsResponses, ListProviderAuthImportsData, ListProviderAuthImportsErrors, ListProviderAuthImportsResponses, ListProviderConfigsData, ListProviderConfigsErrors, ListProviderConfigsResponses, ListProviderConfigVaultsData, ListProviderConfigVaultsErrors, ListProviderConfigVaultsResponses, ListProviderDeploymentsData, ListProviderDeploymentsErrors, ListProviderDeploymentsResponses, ListProviderGroupsData, ListProviderGroupsErrors, ListProviderGroupsResponses, ListProviderListingsData, ListProviderListingsErrors, ListProviderListingsResponses, ListProviderOAuthSetupsData, ListProviderOAuthSetupsErrors, ListProviderOAuthSetupsResponses, ListProviderOAuthTokenImportsData, ListProviderOAuthTokenImportsErrors, ListProviderOAuthTokenImportsResponses, ListProvidersData, ListProvidersErrors, ListProviderSetupSessionsData, ListProviderSetupSessionsErrors, ListProviderSetupSessionsResponses, ListProvidersResponses, ListProviderVersionsData, ListProviderVersionsErrors, ListProviderVersionsResponses, ListServersData, ListServersErrors, ListServersResponses, ListSessionProvidersData, ListSessionProvidersErrors, ListSessionProvidersResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionTemplateProvidersData, ListSessionTemplateProvidersErrors, ListSessionTemplateProvidersResponses, ListSessionTemplatesData, ListSessionTemplatesErrors, ListSessionTemplatesResponses, ListSessionToolCallsData, ListSessionToolCallsErrors, ListSessionToolCallsResponses, ListToolCallsData, ListToolCallsErrors, ListToolCallsResponses, Metadata, Name, NullableMetadata, Order, Pagination, Portal, PortalAuth, PortalAuthUpdate, PortalAuthUpdateWritable, PortalBrand, PortalBrandUpdate, PortalConsumer, PortalConsumerAccess, PortalConsumerAccessAccess, PortalConsumerAccessCreate, PortalConsumerAccessCreateAccess, PortalConsumerAccessList, PortalConsumerAccessServerDeploymentTemplate, PortalConsumerAccessServerDeploymentTemplateCreate, PortalConsumerGroup, PortalConsumerList, PortalConsumerSession, PortalConsumerSessionList, PortalCreate, PortalGroupMapping, PortalInvitation, PortalInvitationCreate, PortalInvitationList, PortalList, PortalOidc, PortalOidcUpdate, PortalOidcUpdateWritable, PortalServerPreview, PortalStatus, PortalUpdate, PortalUpdateWritable, PortalUrl, Provider, ProviderAuthConfig, ProviderAuthConfigCreate, ProviderAuthConfigList, ProviderAuthConfigReference, ProviderAuthConfigUpdate, ProviderAuthCredentials, ProviderAuthCredentialsCreate, ProviderAuthCredentialsCreateWritable, ProviderAuthCredentialsList, ProviderAuthCredentialsOAuthConfig, ProviderAuthCredentialsOAuthConfigWritable, ProviderAuthCredentialsReference, ProviderAuthCredentialsUpdate, ProviderAuthExport, ProviderAuthExportCreate, ProviderAuthExportList, ProviderAuthExportManualValue, ProviderAuthExportOAuthValue, ProviderAuthImport, ProviderAuthImportCreate, ProviderAuthImportCreateWritable, ProviderAuthImportList, ProviderAuthImportSchema, ProviderAuthMethod, ProviderAuthMethodScope, ProviderConfig, ProviderConfigCreate, ProviderConfigCreateWritable, ProviderConfigList, ProviderConfigPreview, ProviderConfigReference, ProviderConfigSchema, ProviderConfigSourceInline, ProviderConfigSourceInlineWritable, ProviderConfigSourceVault, ProviderConfigUpdate, ProviderConfigVault, ProviderConfigVaultCreate, ProviderConfigVaultCreateWritable, ProviderConfigVaultList, ProviderConfigVaultUpdate, ProviderDeployment, ProviderDeploymentCreate, ProviderDeploymentList, ProviderDeploymentReference, ProviderDeploymentStatus, ProviderDeploymentUpdate, ProviderGroup, ProviderGroupCreate, ProviderGroupList, ProviderGroupListingAdd, ProviderGroupUpdate, ProviderList, ProviderListing, ProviderListingList, ProviderOAuthSetup, ProviderOAuthSetupConfig, ProviderOAuthSetupCreate, ProviderOAuthSetupList, ProviderOAuthSetupUpdate, ProviderOAuthTokenImport, ProviderOAuthTokenImportCreate, ProviderOAuthTokenImportCreateWritable, ProviderOAuthTokenImportList, ProviderOAuthTokenImportUpdate, ProviderOAuthTokenImportUpdateWritable, ProviderPreview, ProviderPublisher, ProviderSetupAuthConfig, ProviderSetupCredentials, ProviderSetupDeployment, ProviderSetupSession, ProviderSetupSessionCreate, ProviderSetupSessionList, ProviderSetupSessionUpdate, ProviderTool, ProviderType, ProviderVersion, ProviderVersionDetail, ProviderVersionList, RemoveProviderGroupListingData, RemoveProviderGroupListingErrors, RemoveProviderGroupListingResponses, RevokePortalConsumerData, RevokePortalConsumerErrors, RevokePortalConsumerResponses, RevokePortalConsumerSessionData, RevokePortalConsumerSessionErrors, RevokePortalConsumerSessionResponses, RevokePortalInvitationData, RevokePortalInvitationErrors, RevokePortalInvitationResponses, Server, ServerDeploymentTemplatePreview, ServerList, ServerPreview, ServerSource, ServerSourceContainer, ServerSourceRemote, ServerSourceStdio, ServerVariant, ServerVersion, Session, SessionCreate, SessionList, SessionProvider, SessionProviderCreate, SessionProviderDeploymentPreview, SessionProviderEntries, SessionProviderEntry, SessionProviderList, SessionProviderUpdate, SessionTemplate, SessionTemplateCreate, SessionTemplateList, SessionTemplateProvider, SessionTemplateProviderCreate, SessionTemplateProviderList, SessionTemplateProviderUpdate, SessionTemplateUpdate, SessionUpdate, Timestamp, ToolCall, ToolCallCreate, ToolCallError, ToolCallList, ToolCallOutput, ToolCallTool, ToolFilters, UpdateCustomProviderData, UpdateCustomProviderErrors, UpdateCustomProviderResponses, UpdatePortalData, UpdatePortalErrors, UpdatePortalResponses, UpdateProviderAuthConfigData, UpdateProviderAuthConfigErrors, UpdateProviderAuthConfigResponses, UpdateProviderAuthCredentialsData, UpdateProviderAuthCredentialsErrors, UpdateProviderAuthCredentialsResponses, UpdateProviderConfigData, UpdateProviderConfigErrors, UpdateProviderConfigResponses, UpdateProviderConfigVaultData, UpdateProviderConfigVaultErrors, UpdateProviderConfigVaultResponses, UpdateProviderDeploymentData, UpdateProviderDeploymentErrors, UpdateProviderDeploymentResponses, UpdateProviderGroupData, UpdateProviderGroupErrors, UpdateProviderGroupResponses, UpdateProviderOAuthSetupData, UpdateProviderOAuthSetupErrors, UpdateProviderOAuthSetupResponses, UpdateProviderOAuthTokenImportData, UpdateProviderOAuthTokenImportErrors, UpdateProviderOAuthTokenImportResponses, UpdateProviderSetupSessionData, UpdateProviderSetupSessionErrors, UpdateProviderSetupSessionResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionProviderData, UpdateSessionProviderErrors, UpdateSessionProviderResponses, UpdateSessionResponses, UpdateSessionTemplateData, UpdateSessionTemplateErrors, UpdateSessionTemplateProviderData, UpdateSessionTemplateProviderErrors, UpdateSessionTemplateProviderResponses, UpdateSessionTemplateResponses } from '../types.gen';
 
 export type Options = {
     faker?: Faker;
@@ -523,6 +523,7 @@ export const fakeToolCall = (options?: Options): ToolCall => {
         source: f.helpers.arrayElement(['client', 'provider']),
         transport: f.helpers.arrayElement(['tool_call', 'mcp']),
         session_id: f.string.sample(),
+        consumer_id: f.datatype.boolean() ? f.string.sample() : null,
         message_id: f.string.sample(),
         session_provider_id: f.datatype.boolean() ? f.string.sample() : null,
         connection_id: f.datatype.boolean() ? f.string.sample() : null,
@@ -1020,6 +1021,7 @@ export const fakeSession = (options?: Options): Session => {
         connection_url: f.datatype.boolean() ? f.internet.url() : null,
         secret: f.datatype.boolean() ? f.string.sample() : null,
         provider_deployments: f.helpers.multiple(() => fakeSessionProviderDeploymentPreview(options)),
+        consumer_id: f.datatype.boolean() ? f.string.sample() : null,
         created_at: fakeTimestamp(options),
         updated_at: fakeTimestamp(options)
     };
@@ -1702,11 +1704,33 @@ export const fakePortalStatus = (options?: Options): PortalStatus => {
     return f.helpers.arrayElement(['active', 'archived']);
 };
 
+export const fakePortalGroupMapping = (options?: Options): PortalGroupMapping => {
+    const f = options?.faker ?? faker;
+    return {
+        claim_value: f.string.alpha({ length: { min: 1, max: 255 } }),
+        consumer_group_id: f.string.alpha({ length: { min: 1, max: 64 } })
+    };
+};
+
+export const fakePortalOidc = (options?: Options): PortalOidc => {
+    const f = options?.faker ?? faker;
+    return {
+        issuer: f.internet.url(),
+        client_id: f.string.sample(),
+        has_client_secret: f.datatype.boolean(),
+        scopes: f.helpers.multiple(() => f.string.sample()),
+        groups_claim: f.string.sample(),
+        group_mapping: f.helpers.multiple(() => fakePortalGroupMapping(options)),
+        redirect_uri: f.internet.url()
+    };
+};
+
 export const fakePortalAuth = (options?: Options): PortalAuth => {
     const f = options?.faker ?? faker;
     return {
         object: 'portal.auth',
-        session_expiry_time_in_seconds: resolveCondition(options?.useDefault ?? false, f) ? 86400 : f.number.int({ min: 300, max: 2592000 })
+        session_expiry_time_in_seconds: resolveCondition(options?.useDefault ?? false, f) ? 86400 : f.number.int({ min: 300, max: 2592000 }),
+        oidc: f.datatype.boolean() ? fakePortalOidc(options) : null
     };
 };
 
@@ -1721,7 +1745,10 @@ export const fakePortalUrl = (options?: Options): PortalUrl => {
 export const fakePortalBrand = (options?: Options): PortalBrand => {
     const f = options?.faker ?? faker;
     return {
-        name: f.datatype.boolean() ? f.string.sample() : null
+        name: f.datatype.boolean() ? f.string.sample() : null,
+        logo_url: f.datatype.boolean() ? f.string.sample() : null,
+        primary_color: f.datatype.boolean() ? f.helpers.fromRegExp('^#[0-9a-fA-F]{6}$') : null,
+        background_color: f.datatype.boolean() ? f.helpers.fromRegExp('^#[0-9a-fA-F]{6}$') : null
     };
 };
 
@@ -1758,6 +1785,35 @@ export const fakePortalCreate = (options?: Options): PortalCreate => {
     };
 };
 
+export const fakePortalBrandUpdate = (options?: Options): PortalBrandUpdate => {
+    const f = options?.faker ?? faker;
+    return {
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { name: f.datatype.boolean() ? f.string.alpha({ length: { min: 1, max: 255 } }) : null },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { logo_url: f.datatype.boolean() ? f.helpers.fromRegExp('^data:image/(png|jpeg|gif|webp|svg\\+xml)(;base64)?,') : null },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { primary_color: f.datatype.boolean() ? f.helpers.fromRegExp('^#[0-9a-fA-F]{6}$') : null },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { background_color: f.datatype.boolean() ? f.helpers.fromRegExp('^#[0-9a-fA-F]{6}$') : null }
+    };
+};
+
+export const fakePortalOidcUpdate = (options?: Options): PortalOidcUpdate => {
+    const f = options?.faker ?? faker;
+    return {
+        issuer: f.internet.url(),
+        client_id: f.string.alpha({ length: { min: 1, max: 255 } }),
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { scopes: f.helpers.multiple(() => f.string.alpha({ length: { min: 1, max: 255 } }), { count: { min: 0, max: 20 } }) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { groups_claim: f.string.alpha({ length: { min: 1, max: 255 } }) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { group_mapping: f.helpers.multiple(() => fakePortalGroupMapping(options), { count: { min: 0, max: 200 } }) }
+    };
+};
+
+export const fakePortalAuthUpdate = (options?: Options): PortalAuthUpdate => {
+    const f = options?.faker ?? faker;
+    return {
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { session_expiry_time_in_seconds: f.number.int({ min: 300, max: 2592000 }) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { oidc: f.datatype.boolean() ? fakePortalOidcUpdate(options) : null }
+    };
+};
+
 export const fakePortalUpdate = (options?: Options): PortalUpdate => {
     const f = options?.faker ?? faker;
     return {
@@ -1765,7 +1821,9 @@ export const fakePortalUpdate = (options?: Options): PortalUpdate => {
         ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { description: f.datatype.boolean() ? f.lorem.sentence() : null },
         ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { brand_name: f.datatype.boolean() ? f.string.alpha({ length: { min: 1, max: 255 } }) : null },
         ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { session_expiry_time_in_seconds: f.number.int({ min: 300, max: 2592000 }) },
-        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { status: fakePortalStatus(options) }
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { status: fakePortalStatus(options) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { brand: fakePortalBrandUpdate(options) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { auth: fakePortalAuthUpdate(options) }
     };
 };
 
@@ -1840,6 +1898,96 @@ export const fakePortalConsumerAccessCreate = (options?: Options): PortalConsume
     return {
         consumer_group_id: f.string.alpha({ length: { min: 1, max: 64 } }),
         access: fakePortalConsumerAccessCreateAccess(options)
+    };
+};
+
+export const fakePortalConsumer = (options?: Options): PortalConsumer => {
+    const f = options?.faker ?? faker;
+    return {
+        object: 'portal.consumer',
+        id: f.string.uuid(),
+        portal_id: f.string.sample(),
+        status: f.helpers.arrayElement(['active', 'revoked']),
+        sign_in_method: f.helpers.arrayElement(['oidc', 'invitation']),
+        subject: f.datatype.boolean() ? f.string.sample() : null,
+        name: f.datatype.boolean() ? f.string.sample() : null,
+        email: f.datatype.boolean() ? f.internet.email() : null,
+        consumer_group_ids: f.helpers.multiple(() => f.string.sample()),
+        last_signed_in_at: f.datatype.boolean() ? fakeTimestamp(options) : null,
+        created_at: fakeTimestamp(options),
+        updated_at: fakeTimestamp(options)
+    };
+};
+
+export const fakePortalConsumerList = (options?: Options): PortalConsumerList => {
+    const f = options?.faker ?? faker;
+    return {
+        items: f.helpers.multiple(() => fakePortalConsumer(options)),
+        pagination: fakePagination(options)
+    };
+};
+
+export const fakePortalConsumerSession = (options?: Options): PortalConsumerSession => {
+    const f = options?.faker ?? faker;
+    return {
+        object: 'portal.consumer_session',
+        id: f.string.uuid(),
+        portal_id: f.string.sample(),
+        consumer_id: f.string.sample(),
+        status: f.helpers.arrayElement([
+            'active',
+            'expired',
+            'revoked'
+        ]),
+        expires_at: fakeTimestamp(options),
+        revoked_at: f.datatype.boolean() ? fakeTimestamp(options) : null,
+        created_at: fakeTimestamp(options)
+    };
+};
+
+export const fakePortalConsumerSessionList = (options?: Options): PortalConsumerSessionList => {
+    const f = options?.faker ?? faker;
+    return {
+        items: f.helpers.multiple(() => fakePortalConsumerSession(options)),
+        pagination: fakePagination(options)
+    };
+};
+
+export const fakePortalInvitation = (options?: Options): PortalInvitation => {
+    const f = options?.faker ?? faker;
+    return {
+        object: 'portal.invitation',
+        id: f.string.uuid(),
+        portal_id: f.string.sample(),
+        consumer_group_id: f.string.sample(),
+        status: f.helpers.arrayElement([
+            'pending',
+            'accepted',
+            'expired',
+            'revoked'
+        ]),
+        url: f.datatype.boolean() ? f.internet.url() : null,
+        consumer_id: f.datatype.boolean() ? f.string.sample() : null,
+        expires_at: fakeTimestamp(options),
+        accepted_at: f.datatype.boolean() ? fakeTimestamp(options) : null,
+        created_at: fakeTimestamp(options),
+        updated_at: fakeTimestamp(options)
+    };
+};
+
+export const fakePortalInvitationList = (options?: Options): PortalInvitationList => {
+    const f = options?.faker ?? faker;
+    return {
+        items: f.helpers.multiple(() => fakePortalInvitation(options)),
+        pagination: fakePagination(options)
+    };
+};
+
+export const fakePortalInvitationCreate = (options?: Options): PortalInvitationCreate => {
+    const f = options?.faker ?? faker;
+    return {
+        consumer_group_id: f.string.alpha({ length: { min: 1, max: 64 } }),
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { expires_in_seconds: resolveCondition(options?.useDefault ?? false, f) ? 604800 : f.number.int({ min: 60, max: 2592000 }) }
     };
 };
 
@@ -1961,6 +2109,39 @@ export const fakeProviderAuthImportCreateWritable = (options?: Options): Provide
         value: {},
         ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { providerAuthMethodId: f.string.uuid() },
         ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { metadata: fakeMetadata() }
+    };
+};
+
+export const fakePortalOidcUpdateWritable = (options?: Options): PortalOidcUpdateWritable => {
+    const f = options?.faker ?? faker;
+    return {
+        issuer: f.internet.url(),
+        client_id: f.string.alpha({ length: { min: 1, max: 255 } }),
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { client_secret: f.string.alpha({ length: { min: 1, max: 1024 } }) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { scopes: f.helpers.multiple(() => f.string.alpha({ length: { min: 1, max: 255 } }), { count: { min: 0, max: 20 } }) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { groups_claim: f.string.alpha({ length: { min: 1, max: 255 } }) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { group_mapping: f.helpers.multiple(() => fakePortalGroupMapping(options), { count: { min: 0, max: 200 } }) }
+    };
+};
+
+export const fakePortalAuthUpdateWritable = (options?: Options): PortalAuthUpdateWritable => {
+    const f = options?.faker ?? faker;
+    return {
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { session_expiry_time_in_seconds: f.number.int({ min: 300, max: 2592000 }) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { oidc: f.datatype.boolean() ? fakePortalOidcUpdateWritable(options) : null }
+    };
+};
+
+export const fakePortalUpdateWritable = (options?: Options): PortalUpdateWritable => {
+    const f = options?.faker ?? faker;
+    return {
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { name: fakeName(options) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { description: f.datatype.boolean() ? f.lorem.sentence() : null },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { brand_name: f.datatype.boolean() ? f.string.alpha({ length: { min: 1, max: 255 } }) : null },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { session_expiry_time_in_seconds: f.number.int({ min: 300, max: 2592000 }) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { status: fakePortalStatus(options) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { brand: fakePortalBrandUpdate(options) },
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { auth: fakePortalAuthUpdateWritable(options) }
     };
 };
 
@@ -4692,7 +4873,7 @@ export const fakeGetPortalResponse503 = (options?: Options): GetPortalErrors[503
 export const fakeUpdatePortalRequest = (options?: Options): Omit<UpdatePortalData, 'url'> => {
     const f = options?.faker ?? faker;
     return {
-        body: fakePortalUpdate(options),
+        body: fakePortalUpdateWritable(options),
         path: {
             portal_id: f.string.sample()
         }
@@ -4828,3 +5009,245 @@ export const fakeGetPortalConsumerAccessResponse500 = (options?: Options): GetPo
 export const fakeGetPortalConsumerAccessResponse501 = (options?: Options): GetPortalConsumerAccessErrors[501] => fakeError(options);
 
 export const fakeGetPortalConsumerAccessResponse503 = (options?: Options): GetPortalConsumerAccessErrors[503] => fakeError(options);
+
+export const fakeListPortalConsumersRequest = (options?: Options): Omit<ListPortalConsumersData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            portal_id: f.string.sample()
+        },
+        query: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { limit: resolveCondition(options?.useDefault ?? false, f) ? 20 : f.number.int({ min: 1, max: 100 }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { after: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { before: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { cursor: f.string.alpha({ length: { min: 1, max: 512 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { order: resolveCondition(options?.useDefault ?? false, f) ? 'asc' : f.helpers.arrayElement(['asc', 'desc']) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { status: f.helpers.multiple(() => f.helpers.arrayElement(['active', 'revoked'])) }
+        }
+    };
+};
+
+export const fakeListPortalConsumersResponse200 = (options?: Options): ListPortalConsumersResponses[200] => fakePortalConsumerList(options);
+
+export const fakeListPortalConsumersResponse400 = (options?: Options): ListPortalConsumersErrors[400] => fakeError(options);
+
+export const fakeListPortalConsumersResponse401 = (options?: Options): ListPortalConsumersErrors[401] => fakeError(options);
+
+export const fakeListPortalConsumersResponse404 = (options?: Options): ListPortalConsumersErrors[404] => fakeError(options);
+
+export const fakeListPortalConsumersResponse500 = (options?: Options): ListPortalConsumersErrors[500] => fakeError(options);
+
+export const fakeListPortalConsumersResponse501 = (options?: Options): ListPortalConsumersErrors[501] => fakeError(options);
+
+export const fakeListPortalConsumersResponse503 = (options?: Options): ListPortalConsumersErrors[503] => fakeError(options);
+
+export const fakeRevokePortalConsumerRequest = (options?: Options): Omit<RevokePortalConsumerData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            portal_id: f.string.sample(),
+            consumer_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeRevokePortalConsumerResponse200 = (options?: Options): RevokePortalConsumerResponses[200] => fakePortalConsumer(options);
+
+export const fakeRevokePortalConsumerResponse401 = (options?: Options): RevokePortalConsumerErrors[401] => fakeError(options);
+
+export const fakeRevokePortalConsumerResponse404 = (options?: Options): RevokePortalConsumerErrors[404] => fakeError(options);
+
+export const fakeRevokePortalConsumerResponse500 = (options?: Options): RevokePortalConsumerErrors[500] => fakeError(options);
+
+export const fakeRevokePortalConsumerResponse501 = (options?: Options): RevokePortalConsumerErrors[501] => fakeError(options);
+
+export const fakeRevokePortalConsumerResponse503 = (options?: Options): RevokePortalConsumerErrors[503] => fakeError(options);
+
+export const fakeGetPortalConsumerRequest = (options?: Options): Omit<GetPortalConsumerData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            portal_id: f.string.sample(),
+            consumer_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeGetPortalConsumerResponse200 = (options?: Options): GetPortalConsumerResponses[200] => fakePortalConsumer(options);
+
+export const fakeGetPortalConsumerResponse401 = (options?: Options): GetPortalConsumerErrors[401] => fakeError(options);
+
+export const fakeGetPortalConsumerResponse404 = (options?: Options): GetPortalConsumerErrors[404] => fakeError(options);
+
+export const fakeGetPortalConsumerResponse500 = (options?: Options): GetPortalConsumerErrors[500] => fakeError(options);
+
+export const fakeGetPortalConsumerResponse501 = (options?: Options): GetPortalConsumerErrors[501] => fakeError(options);
+
+export const fakeGetPortalConsumerResponse503 = (options?: Options): GetPortalConsumerErrors[503] => fakeError(options);
+
+export const fakeListPortalConsumerSessionsRequest = (options?: Options): Omit<ListPortalConsumerSessionsData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            portal_id: f.string.sample()
+        },
+        query: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { limit: resolveCondition(options?.useDefault ?? false, f) ? 20 : f.number.int({ min: 1, max: 100 }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { after: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { before: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { cursor: f.string.alpha({ length: { min: 1, max: 512 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { order: resolveCondition(options?.useDefault ?? false, f) ? 'asc' : f.helpers.arrayElement(['asc', 'desc']) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { consumer_id: f.helpers.multiple(() => f.string.sample()) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { status: f.helpers.multiple(() => f.helpers.arrayElement([
+                    'active',
+                    'expired',
+                    'revoked'
+                ])) }
+        }
+    };
+};
+
+export const fakeListPortalConsumerSessionsResponse200 = (options?: Options): ListPortalConsumerSessionsResponses[200] => fakePortalConsumerSessionList(options);
+
+export const fakeListPortalConsumerSessionsResponse400 = (options?: Options): ListPortalConsumerSessionsErrors[400] => fakeError(options);
+
+export const fakeListPortalConsumerSessionsResponse401 = (options?: Options): ListPortalConsumerSessionsErrors[401] => fakeError(options);
+
+export const fakeListPortalConsumerSessionsResponse404 = (options?: Options): ListPortalConsumerSessionsErrors[404] => fakeError(options);
+
+export const fakeListPortalConsumerSessionsResponse500 = (options?: Options): ListPortalConsumerSessionsErrors[500] => fakeError(options);
+
+export const fakeListPortalConsumerSessionsResponse501 = (options?: Options): ListPortalConsumerSessionsErrors[501] => fakeError(options);
+
+export const fakeListPortalConsumerSessionsResponse503 = (options?: Options): ListPortalConsumerSessionsErrors[503] => fakeError(options);
+
+export const fakeRevokePortalConsumerSessionRequest = (options?: Options): Omit<RevokePortalConsumerSessionData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            portal_id: f.string.sample(),
+            consumer_session_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeRevokePortalConsumerSessionResponse200 = (options?: Options): RevokePortalConsumerSessionResponses[200] => fakePortalConsumerSession(options);
+
+export const fakeRevokePortalConsumerSessionResponse401 = (options?: Options): RevokePortalConsumerSessionErrors[401] => fakeError(options);
+
+export const fakeRevokePortalConsumerSessionResponse404 = (options?: Options): RevokePortalConsumerSessionErrors[404] => fakeError(options);
+
+export const fakeRevokePortalConsumerSessionResponse500 = (options?: Options): RevokePortalConsumerSessionErrors[500] => fakeError(options);
+
+export const fakeRevokePortalConsumerSessionResponse501 = (options?: Options): RevokePortalConsumerSessionErrors[501] => fakeError(options);
+
+export const fakeRevokePortalConsumerSessionResponse503 = (options?: Options): RevokePortalConsumerSessionErrors[503] => fakeError(options);
+
+export const fakeListPortalInvitationsRequest = (options?: Options): Omit<ListPortalInvitationsData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            portal_id: f.string.sample()
+        },
+        query: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { limit: resolveCondition(options?.useDefault ?? false, f) ? 20 : f.number.int({ min: 1, max: 100 }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { after: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { before: f.string.alpha({ length: { min: 1, max: 64 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { cursor: f.string.alpha({ length: { min: 1, max: 512 } }) },
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { order: resolveCondition(options?.useDefault ?? false, f) ? 'asc' : f.helpers.arrayElement(['asc', 'desc']) }
+        }
+    };
+};
+
+export const fakeListPortalInvitationsResponse200 = (options?: Options): ListPortalInvitationsResponses[200] => fakePortalInvitationList(options);
+
+export const fakeListPortalInvitationsResponse400 = (options?: Options): ListPortalInvitationsErrors[400] => fakeError(options);
+
+export const fakeListPortalInvitationsResponse401 = (options?: Options): ListPortalInvitationsErrors[401] => fakeError(options);
+
+export const fakeListPortalInvitationsResponse404 = (options?: Options): ListPortalInvitationsErrors[404] => fakeError(options);
+
+export const fakeListPortalInvitationsResponse500 = (options?: Options): ListPortalInvitationsErrors[500] => fakeError(options);
+
+export const fakeListPortalInvitationsResponse501 = (options?: Options): ListPortalInvitationsErrors[501] => fakeError(options);
+
+export const fakeListPortalInvitationsResponse503 = (options?: Options): ListPortalInvitationsErrors[503] => fakeError(options);
+
+export const fakeCreatePortalInvitationRequest = (options?: Options): Omit<CreatePortalInvitationData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        body: fakePortalInvitationCreate(options),
+        headers: {
+            ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { 'Idempotency-Key': f.helpers.fromRegExp('^[\\x20-\\x7E]+$') }
+        },
+        path: {
+            portal_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeCreatePortalInvitationResponse201 = (options?: Options): CreatePortalInvitationResponses[201] => fakePortalInvitation(options);
+
+export const fakeCreatePortalInvitationResponse400 = (options?: Options): CreatePortalInvitationErrors[400] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse401 = (options?: Options): CreatePortalInvitationErrors[401] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse404 = (options?: Options): CreatePortalInvitationErrors[404] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse409 = (options?: Options): CreatePortalInvitationErrors[409] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse413 = (options?: Options): CreatePortalInvitationErrors[413] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse415 = (options?: Options): CreatePortalInvitationErrors[415] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse422 = (options?: Options): CreatePortalInvitationErrors[422] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse500 = (options?: Options): CreatePortalInvitationErrors[500] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse501 = (options?: Options): CreatePortalInvitationErrors[501] => fakeError(options);
+
+export const fakeCreatePortalInvitationResponse503 = (options?: Options): CreatePortalInvitationErrors[503] => fakeError(options);
+
+export const fakeRevokePortalInvitationRequest = (options?: Options): Omit<RevokePortalInvitationData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            portal_id: f.string.sample(),
+            invitation_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeRevokePortalInvitationResponse200 = (options?: Options): RevokePortalInvitationResponses[200] => fakePortalInvitation(options);
+
+export const fakeRevokePortalInvitationResponse401 = (options?: Options): RevokePortalInvitationErrors[401] => fakeError(options);
+
+export const fakeRevokePortalInvitationResponse404 = (options?: Options): RevokePortalInvitationErrors[404] => fakeError(options);
+
+export const fakeRevokePortalInvitationResponse500 = (options?: Options): RevokePortalInvitationErrors[500] => fakeError(options);
+
+export const fakeRevokePortalInvitationResponse501 = (options?: Options): RevokePortalInvitationErrors[501] => fakeError(options);
+
+export const fakeRevokePortalInvitationResponse503 = (options?: Options): RevokePortalInvitationErrors[503] => fakeError(options);
+
+export const fakeGetPortalInvitationRequest = (options?: Options): Omit<GetPortalInvitationData, 'url'> => {
+    const f = options?.faker ?? faker;
+    return {
+        path: {
+            portal_id: f.string.sample(),
+            invitation_id: f.string.sample()
+        }
+    };
+};
+
+export const fakeGetPortalInvitationResponse200 = (options?: Options): GetPortalInvitationResponses[200] => fakePortalInvitation(options);
+
+export const fakeGetPortalInvitationResponse401 = (options?: Options): GetPortalInvitationErrors[401] => fakeError(options);
+
+export const fakeGetPortalInvitationResponse404 = (options?: Options): GetPortalInvitationErrors[404] => fakeError(options);
+
+export const fakeGetPortalInvitationResponse500 = (options?: Options): GetPortalInvitationErrors[500] => fakeError(options);
+
+export const fakeGetPortalInvitationResponse501 = (options?: Options): GetPortalInvitationErrors[501] => fakeError(options);
+
+export const fakeGetPortalInvitationResponse503 = (options?: Options): GetPortalInvitationErrors[503] => fakeError(options);
