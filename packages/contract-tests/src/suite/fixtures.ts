@@ -34,6 +34,21 @@ export async function deploymentPair(ctx: SuiteContext, label: string) {
   return { providerId, mine: { provider_deployment_id: deployment.id }, theirs, unknownDeployment, deploymentMisses };
 }
 
+/** A portal for each tenant, and the paths of a portal's sub-resources: mine and the misses (unknown, theirs). */
+export async function portalPair(ctx: SuiteContext, name: string) {
+  const portal = await ctx.ok("createPortal", 201, ctx.client.POST("/portals", { body: { name } }), {
+    label: `201 portal for ${name}`,
+  });
+  const theirs = await ctx.ok("createPortal", 201, ctx.other.POST("/portals", { body: { name } }), {
+    label: `201 portal for ${name}, other tenant`,
+  });
+  const portalMisses: Miss[] = [
+    [{ portal_id: ctx.unknownId("portal_id") }, "unknown portal"],
+    [{ portal_id: theirs.id }, "another tenant's portal"],
+  ];
+  return { mine: { portal_id: portal.id }, theirs, portalMisses };
+}
+
 /**
  * The 404 each of `misses` (an unknown id, another tenant's id: `[path, label]`) answers for the operation,
  * then the standard error checks on `mine`.

@@ -1,5 +1,5 @@
 import type { SuiteContext } from "../context.ts";
-import { checkMisses } from "./fixtures.ts";
+import { checkMisses, portalPair } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 /** Accepts an invitation through the portal's pages, as a browser would: a consumer and a consumer session. */
@@ -23,18 +23,8 @@ async function acceptThroughPage(ctx: SuiteContext, link: string) {
 export const portalConsumers = defineSuite({
   tag: "Portal consumers",
   async run(ctx) {
-    const { client, other } = ctx;
-    const portal = await ctx.ok("createPortal", 201, client.POST("/portals", { body: { name: "Consumers portal" } }), {
-      label: "201 portal for consumers",
-    });
-    const theirs = await ctx.ok("createPortal", 201, other.POST("/portals", { body: { name: "Their consumers" } }), {
-      label: "201 portal for consumers, other tenant",
-    });
-    const mine = { portal_id: portal.id };
-    const portalMisses: [Record<string, string>, string][] = [
-      [{ portal_id: ctx.unknownId("portal_id") }, "unknown portal"],
-      [{ portal_id: theirs.id }, "another tenant's portal"],
-    ];
+    const { client } = ctx;
+    const { mine, theirs, portalMisses } = await portalPair(ctx, "consumers");
     const invitation = await ctx.ok(
       "createPortalInvitation",
       201,

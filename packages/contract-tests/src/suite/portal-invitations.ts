@@ -1,26 +1,11 @@
-import { checkMisses } from "./fixtures.ts";
+import { checkMisses, portalPair } from "./fixtures.ts";
 import { defineSuite } from "./types.ts";
 
 export const portalInvitations = defineSuite({
   tag: "Portal invitations",
   async run(ctx) {
-    const { client, other } = ctx;
-    const portal = await ctx.ok(
-      "createPortal",
-      201,
-      client.POST("/portals", { body: { name: "Invitations portal" } }),
-      {
-        label: "201 portal for invitations",
-      },
-    );
-    const theirs = await ctx.ok("createPortal", 201, other.POST("/portals", { body: { name: "Their invitations" } }), {
-      label: "201 portal for invitations, other tenant",
-    });
-    const mine = { portal_id: portal.id };
-    const portalMisses: [Record<string, string>, string][] = [
-      [{ portal_id: ctx.unknownId("portal_id") }, "unknown portal"],
-      [{ portal_id: theirs.id }, "another tenant's portal"],
-    ];
+    const { client } = ctx;
+    const { mine, theirs, portalMisses } = await portalPair(ctx, "invitations");
 
     // createPortalInvitation
     const invitation = await ctx.ok(
