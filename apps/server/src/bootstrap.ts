@@ -1,4 +1,3 @@
-import type { Logger } from "pino";
 import { createApiKey, createInstance } from "./auth/api-keys.ts";
 import { BUILTIN_CATALOG_DIR, syncCatalog } from "./catalog/loader.ts";
 import type { Config } from "./config.ts";
