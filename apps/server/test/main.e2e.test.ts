@@ -15,8 +15,14 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 // Each process start opens PGlite: seconds of CPU, many times that on a busy 2-core machine. A generous bound, not a performance claim (pnpm bench measures restarts).
 const PROCESS_TEST_TIMEOUT_MS = 300_000;
 
-async function start(): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, ["dist/main.mjs"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+async function start(
+  extraEnv: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, ["dist/main.mjs"], {
+    cwd: root,
+    env: { ...env, ...extraEnv },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout?.on("data", (d) => {
     output += d;
@@ -124,6 +130,55 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))("server process and keys
       expect(shown).toContain(listedForm);
       const revoked = JSON.parse((await cli("keys", "revoke", listedForm, "--json")).stdout) as { id: string };
       expect(revoked.id).toBe(made.id);
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "answers a tool call still running at SIGTERM as failed (shutdown) and leaves its record completed",
+    async () => {
+      const key = JSON.parse((await cli("keys", "create", "--name", "shutdown", "--json")).stdout).key as string;
+      const server = await start({ TOOLPLANE_SHUTDOWN_TIMEOUT_MS: "500" });
+      const api = (path: string, body?: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method: body ? "POST" : "GET",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          ...(body ? { body: JSON.stringify(body) } : {}),
+        }).then((res) => res.json() as Promise<Record<string, unknown>>);
+      const providers = (await api("/providers?search=everything")).items as { id: string }[];
+      const deployment = await api("/provider-deployments", { name: "Everything", provider_id: providers[0]?.id });
+      const session = await api("/sessions", {
+        providers: [{ provider_deployment: { type: "reference", provider_deployment_id: deployment.id } }],
+      });
+      // A 30-second call (server-everything over stdio), made statelessly like any one-shot client.
+      // (connection_url names the public URL; this server listens on a port of its own choosing.)
+      const answered = fetch(`${server.url}/mcp/${session.id}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${session.secret}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "trigger-long-running-operation", arguments: { duration: 30, steps: 30 } },
+        }),
+      }).then((res) => res.text());
+      const calls = () => api(`/sessions/${session.id}/tool-calls`).then((page) => page.items as { status: string }[]);
+      await expect.poll(calls, { timeout: 60_000, interval: 200 }).toMatchObject([{ status: "waiting_for_response" }]);
+
+      const exited = stop(server.child);
+      expect(await answered).toMatch(/shut|stopp/i);
+      expect(await exited).toBe(0);
+
+      const again = await start();
+      const recorded = await fetch(`${again.url}/sessions/${session.id}/tool-calls`, {
+        headers: { authorization: `Bearer ${key}` },
+      }).then((res) => res.json() as Promise<{ items: { status: string; error: { code: string } | null }[] }>);
+      expect(recorded.items).toMatchObject([{ status: "failed", error: { code: "shutdown" } }]);
+      expect(await stop(again.child)).toBe(0);
     },
     PROCESS_TEST_TIMEOUT_MS,
   );
