@@ -1,15 +1,8 @@
 import { defineConfig, mergeConfig } from "vitest/config";
 import { workspaceSources } from "../../vitest.shared.mjs";
 
-// Vitest hands the SSR conditions to its workers as Node's `--conditions`, and there `module` makes Node's own
-// require() pick bundler-only builds (prom-client's require("@opentelemetry/api") got one with extensionless imports):
-// the server's tests resolve as the server runs, without it.
-const conditions = (workspaceSources.ssr?.resolve?.conditions ?? []).filter(
-  (condition: string) => condition !== "module",
-);
-
 export default mergeConfig(
-  { ...workspaceSources, ssr: { resolve: { conditions } } },
+  workspaceSources,
   defineConfig({
     test: {
       include: ["test/**/*.test.ts", "src/**/*.test.ts"],
