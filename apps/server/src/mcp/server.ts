@@ -417,20 +417,31 @@ export async function sessionMcpServer(
     const current = await session();
     const names = gateway.namespaces(current);
     if (method === "tasks/list") {
+      // The first page of each upstream that lists tasks; one that fails is left out and named, as in listings.
       const described = await gateway.describe(current, downstream(ctx));
       const lists = await Promise.all(
         described.map(async ({ provider, upstream, capabilities }) => {
           if (!upstream || !(capabilities as ServerCapabilities).tasks?.list) return [];
-          const listed = await forward(ctx, provider, upstream, method, {});
-          return exposeTaskIds(listed, names, provider.sessionProviderId).tasks as unknown[];
+          try {
+            const listed = await forward(ctx, provider, upstream, method, {});
+            return exposeTaskIds(listed, names, provider.sessionProviderId).tasks as unknown[];
+          } catch (error) {
+            serving.log.warn(
+              { provider: provider.providerSlug, err: errorMessage(error) },
+              "tasks/list failed upstream",
+            );
+            return [];
+          }
         }),
       );
       return { tasks: lists.flat() };
     }
     const taskId = String(params.taskId);
-    const target = await locateResource(current, taskId, ctx).catch(() => null);
-    if (!target)
+    const owner = names.resolveUri(taskId)?.providerId;
+    if (!current.providers.some((p) => p.sessionProviderId === owner)) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Task ${taskId} is not known to this session.`);
+    }
+    const target = await locateResource(current, taskId, ctx);
     const result = await forward(
       ctx,
       target.provider,
