@@ -52,13 +52,15 @@ export class SessionSubscriptions {
     }
     const opened = hub;
     opened.streams++;
-    const release = await this.subscribeResources(session, resourcesOf(req.body));
+    // Counted off however early the client goes, even while its resources are still being subscribed.
+    const subscribed = this.subscribeResources(session, resourcesOf(req.body));
     res.on("close", () => {
-      release();
+      void subscribed.then((release) => release());
       if (--opened.streams > 0) return;
       opened.close();
       if (this.hubs.get(session.id) === opened) this.hubs.delete(session.id);
     });
+    await subscribed;
     await opened.serve(req, res, req.body);
   }
 
