@@ -234,6 +234,10 @@ export class Upstream {
         }
         const previous = this.subscription;
         const current = Object.keys(filter).length > 0 ? await client.listen(filter) : null;
+        if (this.generation !== generation) {
+          await current?.close(); // the connection was replaced meanwhile; its successor listens for itself
+          return;
+        }
         this.subscription = current;
         await previous?.close();
         void current?.closed.then((how) => {
