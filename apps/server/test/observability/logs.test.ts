@@ -131,12 +131,13 @@ describe("log lines", () => {
     }
   });
 
-  it("logs each migration applied, once they are committed", async () => {
+  it("logs each migration as it is applied, with its time", async () => {
     // The test database has every migration of the repo: only this extra one is pending.
     const extra = { version: "9999_observability_log_test", sql: "create table observability_log_test (x int);\n" };
     const log = capture();
     expect(await migrate(t.db, [...listMigrations(), extra], log.logger)).toEqual([extra.version]);
     expect(parse(log.text())).toEqual([
+      expect.objectContaining({ msg: "applying migration", migration: `${extra.version}.sql` }),
       expect.objectContaining({ msg: "applied migration", migration: `${extra.version}.sql`, ms: expect.any(Number) }),
     ]);
   });
