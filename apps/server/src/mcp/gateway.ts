@@ -1,7 +1,9 @@
 import type { ClientCapabilities, Progress } from "@modelcontextprotocol/client";
 import { ApiError } from "@toolplane/server-stubs";
+import { type Insertable, sql } from "kysely";
 import type { Db } from "../db/database.ts";
-import type { JsonObject, Row, Runtime, ToolCallStatus } from "../db/schema.ts";
+import type { JsonObject, Row, Runtime, ToolCallStatus, ToolCallsTable } from "../db/schema.ts";
+import { Batcher } from "../lib/batcher.ts";
 import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
 import { storableJson } from "../lib/storable-json.ts";
@@ -188,21 +190,32 @@ const envMs = (name: string, fallback: number): number => {
 /** How long a listing waits for any one provider before leaving it out (TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS). */
 export const listTimeoutMs = () => envMs("TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS", 5_000);
 
-const RECORD_FIELDS = [
+/** A call's record as first written (`waiting_for_response`); JSON columns as JSON text. */
+type CallRecord = Record<(typeof RECORD_COLUMNS)[number], string | null>;
+const RECORD_COLUMNS = [
   "id",
-  "instanceId",
-  "sessionId",
-  "sessionProviderId",
-  "providerId",
-  "providerDeploymentId",
-  "toolKey",
+  "instance_id",
+  "session_id",
+  "session_provider_id",
+  "provider_id",
+  "provider_deployment_id",
+  "tool_key",
   "transport",
-  "messageId",
-  "connectionId",
+  "message_id",
+  "connection_id",
   "tool",
   "input",
   "metadata",
 ] as const;
+/** How a call ended, as written into its record. */
+interface CallCompletion {
+  id: string;
+  status: ToolCallStatus;
+  runId: string | null;
+  output: string | null;
+  error: string | null;
+  completedAt: Date;
+}
 const COMPLETE_FIELDS = ["id", "status", "runId", "output", "error", "completedAt"] as const;
 
 /**
@@ -214,9 +227,9 @@ const COMPLETE_FIELDS = ["id", "status", "runId", "output", "error", "completedA
 export class Gateway {
   private readonly credentials: UpstreamCredentials;
   private readonly activity: SessionActivity;
-  // The two writes of every tool call, compiled once (see lib/prepared.ts).
-  private readonly recordQuery;
-  private readonly completeQuery;
+  // The two writes of every tool call, each group-committed across concurrent calls (see lib/batcher.ts).
+  private readonly records: Batcher<CallRecord, void>;
+  private readonly completions: Batcher<CallCompletion, Row<"tool_calls"> | undefined>;
 
   constructor(
     private readonly db: Db,
@@ -228,24 +241,18 @@ export class Gateway {
   ) {
     this.credentials = new UpstreamCredentials({ db, secrets });
     this.activity = new SessionActivity(db);
-    this.recordQuery = prepared(RECORD_FIELDS, (p) =>
-      db.insertInto("tool_calls").values({
-        id: p.id,
-        instance_id: p.instanceId,
-        session_id: p.sessionId,
-        session_provider_id: p.sessionProviderId,
-        provider_id: p.providerId,
-        provider_deployment_id: p.providerDeploymentId,
-        tool_key: p.toolKey,
-        transport: p.transport as CallOrigin["transport"],
-        message_id: p.messageId,
-        connection_id: p.connectionId,
-        tool: p.tool,
-        input: p.input,
-        metadata: p.metadata,
-      }),
+    // A lone write is a query compiled once (see lib/prepared.ts); a batch is one multi-row statement.
+    const insertOne = prepared(RECORD_COLUMNS, (p) => db.insertInto("tool_calls").values(asInsert(p)));
+    this.records = new Batcher(
+      async (record) => {
+        await db.executeQuery(insertOne(record));
+      },
+      async (records) => {
+        await db.insertInto("tool_calls").values(records.map(asInsert)).execute();
+        return records.map(() => undefined);
+      },
     );
-    this.completeQuery = prepared(COMPLETE_FIELDS, (p) =>
+    const completeOne = prepared(COMPLETE_FIELDS, (p) =>
       db
         .updateTable("tool_calls")
         .set({
@@ -258,6 +265,24 @@ export class Gateway {
         .where("id", "=", p.id)
         .where("status", "=", "waiting_for_response")
         .returningAll(),
+    );
+    this.completions = new Batcher(
+      async (completion) => (await db.executeQuery(completeOne({ ...completion }))).rows[0],
+      async (completions) => {
+        const values = completions.map(
+          (c) =>
+            sql`(${c.id}, ${c.status}, ${c.runId}, ${c.output}::jsonb, ${c.error}::jsonb, ${c.completedAt}::timestamptz)`,
+        );
+        const { rows } = await sql<Row<"tool_calls">>`
+          update tool_calls as t
+          set status = v.status, provider_run_id = v.run_id, output = v.output, error = v.error,
+              completed_at = v.completed_at
+          from (values ${sql.join(values)}) as v(id, status, run_id, output, error, completed_at)
+          where t.id = v.id and t.status = 'waiting_for_response'
+          returning t.*`.execute(db);
+        const byId = new Map(rows.map((row) => [row.id, row]));
+        return completions.map((c) => byId.get(c.id));
+      },
     );
   }
 
@@ -423,29 +448,27 @@ export class Gateway {
     const id = newId("tcl");
     // The record is written while the call is under way (it never waits for the database first); its insert is
     // awaited before the completion, and a failed insert fails the request (the call ran but is not recorded).
-    const recorded = this.db.executeQuery(
-      this.recordQuery({
-        id,
-        instanceId: session.instanceId,
-        sessionId: session.id,
-        sessionProviderId: provider.sessionProviderId,
-        providerId: provider.providerId,
-        providerDeploymentId: provider.providerDeploymentId,
-        toolKey: key,
-        transport: origin.transport,
-        messageId: newId("smg"),
-        connectionId: origin.connectionId,
-        tool: upstream
-          ? storableJson({
-              name,
-              description: typeof item.description === "string" ? item.description : null,
-              input_schema: item.inputSchema ?? null,
-            })
-          : null,
-        input: input === undefined ? null : storableJson(input),
-        metadata: origin.metadata ? storableJson(origin.metadata) : null,
-      }),
-    );
+    const recorded = this.records.add({
+      id,
+      instance_id: session.instanceId,
+      session_id: session.id,
+      session_provider_id: provider.sessionProviderId,
+      provider_id: provider.providerId,
+      provider_deployment_id: provider.providerDeploymentId,
+      tool_key: key,
+      transport: origin.transport,
+      message_id: newId("smg"),
+      connection_id: origin.connectionId,
+      tool: upstream
+        ? storableJson({
+            name,
+            description: typeof item.description === "string" ? item.description : null,
+            input_schema: item.inputSchema ?? null,
+          })
+        : null,
+      input: input === undefined ? null : storableJson(input),
+      metadata: origin.metadata ? storableJson(origin.metadata) : null,
+    });
     recorded.catch(() => undefined); // awaited below; this only keeps it from counting as unhandled meanwhile
 
     let result: Item | null = null;
@@ -485,17 +508,14 @@ export class Gateway {
   ): Promise<CallOutcome> {
     await recorded;
     const status: ToolCallStatus = result ? "succeeded" : failure?.code === "cancelled" ? "cancelled" : "failed";
-    const completed = await this.db.executeQuery(
-      this.completeQuery({
-        id,
-        status,
-        runId: upstream?.runId ?? null,
-        output: result ? storableJson(result) : null,
-        error: failure ? JSON.stringify({ code: failure.code, message: failure.message }) : null,
-        completedAt: new Date(),
-      }),
-    );
-    const record = completed.rows[0];
+    const record = await this.completions.add({
+      id,
+      status,
+      runId: upstream?.runId ?? null,
+      output: result ? storableJson(result) : null,
+      error: failure ? JSON.stringify({ code: failure.code, message: failure.message }) : null,
+      completedAt: new Date(),
+    });
     if (record) return { record, result, failure };
     // Failed meanwhile because its session or session provider was removed: that outcome stands.
     const removed = await this.db.selectFrom("tool_calls").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
@@ -549,6 +569,11 @@ export class Gateway {
     downstream.watch?.(provider, upstream);
     return upstream;
   }
+}
+
+/** A record's columns as Kysely inserts them (JSON columns take JSON text). */
+function asInsert(record: CallRecord) {
+  return { ...record, transport: record.transport as CallOrigin["transport"] } as Insertable<ToolCallsTable>;
 }
 
 /** `tool_filters.tool_keys`: a tool is exposed when its key or its upstream name is listed (or no filter is set). */

@@ -182,9 +182,11 @@ export async function traceUpstreamRequest<T>(
 }
 
 /** `fetch` for upstream transports: adds the active trace context's headers (`traceparent`) while tracing runs. */
-export const tracedFetch: FetchLike = (url, init) => {
-  if (!sdk || !trace.getSpanContext(context.active())) return fetch(url, init);
-  const headers = new Headers(init?.headers);
-  propagation.inject(context.active(), headers, { set: (carrier, key, value) => carrier.set(key, value) });
-  return fetch(url, { ...init, headers });
-};
+export const tracedFetch =
+  (send: FetchLike): FetchLike =>
+  (url, init) => {
+    if (!sdk || !trace.getSpanContext(context.active())) return send(url, init);
+    const headers = new Headers(init?.headers);
+    propagation.inject(context.active(), headers, { set: (carrier, key, value) => carrier.set(key, value) });
+    return send(url, { ...init, headers });
+  };

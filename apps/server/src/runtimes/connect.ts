@@ -11,6 +11,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { Runtime } from "../db/schema.ts";
 import { tracedFetch } from "../observability/tracing.ts";
 import { runnerEnv } from "./runner.ts";
+import { upstreamFetch } from "./upstream-fetch.ts";
 
 /** Everything needed to open one upstream connection: the runtime plus the per-provider headers, query and env. */
 export interface UpstreamTarget {
@@ -57,9 +58,10 @@ export function createTransport(target: UpstreamTarget, stderr: "ignore" | "pipe
   for (const [name, value] of Object.entries(target.query)) url.searchParams.set(name, value);
   // Both transports send requestInit's headers on every request, the SSE stream's GET included.
   const requestInit = { headers: target.headers };
+  const fetch = tracedFetch(upstreamFetch);
   return runtime.protocol === "sse"
-    ? new SSEClientTransport(url, { requestInit, fetch: tracedFetch })
-    : new StreamableHTTPClientTransport(url, { requestInit, fetch: tracedFetch });
+    ? new SSEClientTransport(url, { requestInit, fetch })
+    : new StreamableHTTPClientTransport(url, { requestInit, fetch });
 }
 
 /**

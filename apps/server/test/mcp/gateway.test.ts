@@ -124,6 +124,28 @@ describe("tools/call", () => {
     );
   });
 
+  it("records 40 concurrent calls each with its own input and output (records are written in batches)", async () => {
+    const session = await createSession(t.client, [{ provider_deployment: deploymentRef(ids.everythingHttp) }]);
+    const client = await connect(t, session);
+    const messages = Array.from({ length: 40 }, (_, i) => `concurrent ${i}`);
+    const answers = await Promise.all(
+      messages.map((message) => client.callTool({ name: "echo", arguments: { message } })),
+    );
+    expect(answers.map(firstText)).toEqual(messages.map((message) => `Echo: ${message}`));
+    const records = await t.db
+      .selectFrom("tool_calls")
+      .select(["status", "input", "output", "completed_at"])
+      .where("session_id", "=", session.id)
+      .execute();
+    expect(records).toHaveLength(40);
+    for (const record of records) {
+      const message = (record.input as { message: string }).message;
+      expect(record.status).toBe("succeeded");
+      expect(JSON.stringify(record.output)).toContain(`Echo: ${message}`);
+      expect(record.completed_at).toBeInstanceOf(Date);
+    }
+  });
+
   it("sends the auth config's OAuth access token to the upstream as a bearer token", async () => {
     const method = await t.db
       .selectFrom("provider_auth_methods")

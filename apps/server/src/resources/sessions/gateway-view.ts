@@ -2,12 +2,12 @@ import { sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import type { JsonObject } from "../../db/schema.ts";
 import { prepared } from "../../lib/prepared.ts";
-import type { GatewaySessionProvider, LoadGatewaySession } from "../../mcp/gateway-session.ts";
+import type { GatewaySession, GatewaySessionProvider, LoadGatewaySession } from "../../mcp/gateway-session.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
 import { configAad } from "../provider-configs/service.ts";
 
 /**
- * The gateway's view of a session, read fresh on every call: its providers that are not removed, each with the
+ * The gateway's view of a session, read fresh for every request: its providers that are not removed, each with the
  * runtime of the version its deployment runs (the locked version, else the provider's current one), the config
  * it applies (its own, else the deployment's default) decrypted, its auth config and its tool filter. A
  * provider whose deployment has no version to run is left out: there is nothing to reach.
@@ -52,7 +52,20 @@ export function gatewaySessionLoader(db: Db, secrets: SecretBox): LoadGatewaySes
       .where("s.id", "=", p.sessionId)
       .orderBy("sp.sp_id"),
   );
-  return async (sessionId) => {
+  // Requests for the same session that arrive while its load is under way share that load: a busy session (many
+  // clients, or one client's concurrent calls) costs one read at a time, not one per request, and what each
+  // request sees was read after it arrived or just before (never from an earlier request's finished read).
+  const loading = new Map<string, Promise<GatewaySession | null>>();
+  return (sessionId) => {
+    let load = loading.get(sessionId);
+    if (!load) {
+      load = read(sessionId).finally(() => loading.delete(sessionId));
+      loading.set(sessionId, load);
+    }
+    return load;
+  };
+
+  async function read(sessionId: string): Promise<GatewaySession | null> {
     const rows = (await db.executeQuery(query({ sessionId }))).rows;
     const session = rows[0];
     if (!session) return null;
@@ -82,5 +95,5 @@ export function gatewaySessionLoader(db: Db, secrets: SecretBox): LoadGatewaySes
           : [],
       ),
     };
-  };
+  }
 }
