@@ -215,7 +215,9 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   const servingFor = (req: Request, connectionId: string | null): ServingContext => ({
     connectionId,
     canRequest: connectionId !== null,
-    log: req.log,
+    get log() {
+      return req.log;
+    },
   });
 
   // RFC 9728: what protects a session's endpoint. Its credential is the session secret handed out by the API (or an
@@ -257,7 +259,9 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       await servePerRequest(req, res, session, {
         connectionId,
         canRequest: false,
-        log: req.log,
+        get log() {
+          return req.log;
+        },
         clientCapabilities: stored.client_capabilities,
       });
     } else if (isInitializeRequest(req.body) && (await isLegacyRequest(await toWebRequest(req, req.body)))) {
@@ -377,7 +381,9 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
         return connectionId;
       },
       canRequest: true,
-      log: req.log,
+      get log() {
+        return req.log;
+      },
     };
     const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
     transport.onclose = () => {
@@ -394,7 +400,13 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     const credential = credentialOf(req);
     const transport = new SSEServerTransport(`/mcp/${sessionId}/messages`, res);
     const current = () => access.authorize(sessionId, credential);
-    const serving: ServingContext = { connectionId: newId("scn"), canRequest: true, log: req.log };
+    const serving: ServingContext = {
+      connectionId: newId("scn"),
+      canRequest: true,
+      get log() {
+        return req.log;
+      },
+    };
     const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
     connections.set(transport.sessionId, { sessionId, transport });
     res.on("close", () => {

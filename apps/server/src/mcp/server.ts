@@ -40,6 +40,7 @@ export interface ServingContext {
   connectionId: string | null;
   /** Whether server→client requests can reach the client (a 2025 session or SSE stream with its open stream). */
   canRequest: boolean;
+  /** The request's logger; a getter where possible, since building it costs every request something. */
   log: Logger;
   /** What the client declared at `initialize`, when that happened on another replica. */
   clientCapabilities?: ClientCapabilities;

@@ -366,11 +366,14 @@ export class Upstream {
     upstreamConnection(this, true);
     // What this connection listens to: a modern server's listen stream; a 2025 server that restarted forgot the
     // subscriptions of the connection it replaces.
-    if (client.getProtocolEra() === "modern") void this.relisten(client, generation).catch(() => undefined);
-    for (const uri of client.getProtocolEra() === "modern" ? [] : this.subscribed.keys()) {
-      void client
-        .request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs })
-        .catch(() => undefined);
+    if (client.getProtocolEra() === "modern") {
+      void this.relisten(client, generation).catch(() => undefined);
+    } else {
+      for (const uri of this.subscribed.keys()) {
+        void client
+          .request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs })
+          .catch(() => undefined);
+      }
     }
     return client;
   }
