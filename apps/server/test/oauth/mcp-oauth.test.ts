@@ -219,6 +219,13 @@ async function storedTokens(authConfigId: string) {
   return data;
 }
 
+/** The re-authentication link in a failed call's answer: a setup-session start page of this server. */
+function reauthLink(result: unknown): string {
+  const link = /Sign in again by opening (\S+)/.exec(firstText(result))?.[1] ?? "";
+  expect(link).toMatch(new RegExp(`^${t.url}/oauth/setup-sessions/pas_\\w+/start\\?token=`));
+  return link;
+}
+
 /** A session on the deployment through the auth config, and an MCP client of it on each server process. */
 async function clientsOn(deploymentId: string, authConfigId: string) {
   const session = await createSession(t.client, [
@@ -264,7 +271,7 @@ describe("MCP OAuth: refresh", () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it("marks the auth config failed on invalid_grant and asks for re-authentication, which a new setup session gives", async () => {
+  it("marks the auth config failed on invalid_grant and answers with a re-auth link that repairs the same auth config", async () => {
     const deployment = await mcpProvider();
     as.setAccessTokenTtl(5);
     const authConfigId = await connect(deployment).finally(() => as.setAccessTokenTtl(3600));
@@ -287,22 +294,56 @@ describe("MCP OAuth: refresh", () => {
     const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
     const failed = await a.callTool({ name: "whoami" });
     expect(failed.isError).toBe(true);
-    expect(firstText(failed)).toMatch(/needs re-authentication.*invalid_grant.*POST \/provider-setup-sessions/);
+    expect(firstText(failed)).toMatch(/needs re-authentication.*invalid_grant/);
+    const link = reauthLink(failed);
     const config = await authConfig(authConfigId);
     expect(config.status).toBe("refresh_failed");
     expect(config.status_reason).toMatch(/invalid_grant/);
     expect(config.status_reason).not.toContain(stolen.refresh_token ?? "-");
-    // The other process fails closed too, without trying the spent token again.
+    // The other process fails closed too, without trying the spent token again, and hands out the same link.
     const grantErrors = as.grantErrors.length;
-    expect((await b.callTool({ name: "whoami" })).isError).toBe(true);
+    expect(reauthLink(await b.callTool({ name: "whoami" }))).toBe(link);
     expect(as.grantErrors.length).toBe(grantErrors);
-    await Promise.all([a.close(), b.close()]);
 
-    // Re-authentication: a new setup session, the same registered client, a working connection.
-    const renewed = await connect(deployment);
-    const [c] = await clientsOn(deployment.deploymentId, renewed);
-    expect(firstText(await c?.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
-    await c?.close();
+    // The link is a capability of the session's client: an hour at most, never logged nor stored with the call.
+    const key = new URL(link).searchParams.get("token") ?? "";
+    expect(key.length).toBeGreaterThan(20);
+    expect(t.logs()).not.toContain(key);
+    const calls = await t.db.selectFrom("tool_calls").select("error").where("error", "is not", null).execute();
+    expect(JSON.stringify(calls)).not.toContain(key);
+    const repair = await t.db
+      .selectFrom("oauth_flows")
+      .selectAll()
+      .where("repairs_provider_auth_config_id", "=", authConfigId)
+      .executeTakeFirstOrThrow();
+    expect(repair.expires_at.getTime() - Date.now()).toBeLessThanOrEqual(3_600_000);
+
+    // Signing in at another issuer never repairs it: the config stays bound to its own.
+    await t.db
+      .updateTable("provider_auth_configs")
+      .set({ issuer: "https://other.example.test" })
+      .where("id", "=", authConfigId)
+      .execute();
+    const refused = await fetch(link, { redirect: "manual" });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toMatch(/another authorization server/);
+    await t.db.updateTable("provider_auth_configs").set({ issuer: as.issuer }).where("id", "=", authConfigId).execute();
+    expect((await authConfig(authConfigId)).status).toBe("refresh_failed");
+
+    // A fresh link (the refused one has failed), followed through the real authorization server by a browser.
+    const fresh = reauthLink(await a.callTool({ name: "whoami" }));
+    expect(fresh).not.toBe(link);
+    const { callback } = await browse(fresh);
+    expect(callback.status).toBe(200);
+    expect(await callback.text()).toMatch(/You are connected/);
+    const repaired = await authConfig(authConfigId);
+    expect(repaired).toMatchObject({ status: "active", status_reason: null, issuer: as.issuer });
+    expect((await storedTokens(authConfigId)).refresh_token).not.toBe(stolen.refresh_token);
+
+    // The same sessions, on both processes, work again through the same auth config.
+    expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    expect(firstText(await b.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await Promise.all([a.close(), b.close()]);
   });
 
   it("never sends a client or tokens bound to one issuer to another", async () => {
