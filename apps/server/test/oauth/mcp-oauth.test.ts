@@ -1,6 +1,7 @@
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { unwrap } from "@toolplane/client";
+import { createToolplaneClient, unwrap } from "@toolplane/client";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
@@ -14,30 +15,43 @@ import { connectMcp, createSession, deploymentRef, deployProvider, firstText } f
 import { loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { fixture } from "../support/fixture.ts";
 import { browse, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
+import { selfSignedCertificate, trustingFetch } from "../support/tls.ts";
 import { redirectQuery, startOAuthTestServer } from "./support.ts";
 
+/**
+ * Another server (replica) over the same database, with its own gateway, credential cache and refreshes: over
+ * http with the first server's public URL, or over https (a self-signed certificate) as its own public URL.
+ */
+async function anotherServer(protocol: "http" | "https") {
+  const server = protocol === "https" ? createHttpsServer(tls) : createServer();
+  server.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.once("listening", resolve));
+  const url = `${protocol}://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const app = createApp({
+    db: t.db,
+    spec: bundledSpec,
+    logger: pino({ level: "silent" }),
+    publicUrl: protocol === "https" ? url : t.url,
+    bodyLimitBytes: 64 * 1024,
+    secrets: t.secrets,
+  });
+  server.on("request", app);
+  const client = createToolplaneClient({ baseUrl: url, apiKey: t.tenant.apiKey, fetch: httpsFetch, retries: 0 });
+  return { url, server, client };
+}
+const stop = async ({ server }: { server: Server }) => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+};
+const tls = selfSignedCertificate();
+const httpsFetch = trustingFetch(tls.cert);
 const t = fixture(startOAuthTestServer, (server) => server.close());
-/** A second server process (replica) over the same database: its own gateway, credential cache and refreshes. */
-const replica = fixture(
-  async () => {
-    const app = createApp({
-      db: t.db,
-      spec: bundledSpec,
-      logger: pino({ level: "silent" }),
-      publicUrl: t.url,
-      bodyLimitBytes: 64 * 1024,
-      secrets: t.secrets,
-    });
-    const server = app.listen(0, "127.0.0.1");
-    await new Promise<void>((resolve) => server.once("listening", resolve));
-    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-  },
-  async ({ server }: { server: Server }) => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  },
+const replica = fixture(() => anotherServer("http"), stop);
+const secure = fixture(() => anotherServer("https"), stop);
+const as = fixture(
+  () => startMcpOAuthServers({ trust: tls.cert }),
+  (servers) => servers.close(),
 );
-const as = fixture(startMcpOAuthServers, (servers) => servers.close());
 afterAll(() => upstreams.closeAll());
 
 let counter = 0;
@@ -73,9 +87,9 @@ async function mcpProvider() {
   return { providerId, deploymentId: deployment.id as string, methodId: method.id };
 }
 
-const setupSession = ({ deploymentId, methodId }: { deploymentId: string; methodId: string }) =>
+const setupSession = ({ deploymentId, methodId }: { deploymentId: string; methodId: string }, client = t.client) =>
   unwrap(
-    t.client.POST("/provider-deployments/{provider_deployment_id}/setup-sessions", {
+    client.POST("/provider-deployments/{provider_deployment_id}/setup-sessions", {
       params: { path: { provider_deployment_id: deploymentId } },
       body: { providerAuthMethodId: methodId, redirectUrl: "https://app.example.test/done" },
     }),
@@ -98,6 +112,8 @@ describe("MCP OAuth: discovered authorization server", () => {
     const deployment = await mcpProvider();
     const { deploymentId } = deployment;
     const registrationsBefore = as.registrations;
+    // The authorization server supports Client ID Metadata Documents too, but this server's public URL is http:
+    // a document URL must be https, so it falls back to dynamic registration.
     const authConfigId = await connect(deployment);
 
     const config = await authConfig(authConfigId);
@@ -166,6 +182,43 @@ describe("MCP OAuth: discovered authorization server", () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it("registers by Client ID Metadata Document where the authorization server supports it and this server is https", async () => {
+    const deployment = await mcpProvider();
+    const registrations = as.registrations;
+    const session = await setupSession(deployment, secure.client);
+    expect(session.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/oauth\/setup-sessions\//);
+    const { callback } = await browse(session.url ?? "", { fetch: httpsFetch });
+    const outcome = redirectQuery(callback as Response);
+    expect(outcome).toMatchObject({ status: "completed" });
+
+    // The authorization server fetched our document (and validated it) instead of registering a client.
+    const documentUrl = `${secure.url}/oauth/client-metadata.json`;
+    expect(as.documentFetches).toContain(documentUrl);
+    expect(as.registrations).toBe(registrations);
+    const config = await authConfig(outcome.provider_auth_config_id ?? "");
+    expect(config).toMatchObject({ status: "active", issuer: as.issuer });
+    const client = await t.db
+      .selectFrom("provider_auth_credentials")
+      .selectAll()
+      .where("id", "=", config.provider_auth_credentials_id ?? "")
+      .executeTakeFirstOrThrow();
+    expect(client).toMatchObject({
+      client_id: documentUrl,
+      client_secret_ciphertext: null,
+      token_endpoint_auth_method: "none",
+      issuer: as.issuer,
+    });
+
+    // Its tokens open the protected server, and refresh as the same public client.
+    const [a, b] = await clientsOn(deployment.deploymentId, config.id);
+    expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await expireSoon(config.id);
+    const refreshes = as.grants.filter((g) => g === "refresh_token").length;
+    expect(firstText(await b.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    expect(as.grants.filter((g) => g === "refresh_token").length).toBe(refreshes + 1);
+    await Promise.all([a.close(), b.close()]);
+  });
+
   it("serves its Client ID Metadata Document at a stable URL", async () => {
     const res = await fetch(`${t.url}/oauth/client-metadata.json`);
     expect(res.status).toBe(200);
@@ -219,6 +272,21 @@ async function storedTokens(authConfigId: string) {
   return data;
 }
 
+/** Time passes: the token now has less left than the refresh margin, so the next use must refresh it. */
+async function expireSoon(authConfigId: string) {
+  const tokens = await storedTokens(authConfigId);
+  await t.db
+    .updateTable("provider_auth_configs")
+    .set({
+      credential_ciphertext: sealCredential(t.secrets, authConfigId, {
+        ...tokens,
+        expires_at: new Date(Date.now() + 5_000).toISOString(),
+      }),
+    })
+    .where("id", "=", authConfigId)
+    .execute();
+}
+
 /** The re-authentication link in a failed call's answer: a setup-session start page of this server. */
 function reauthLink(result: unknown): string {
   const link = /Sign in again by opening (\S+)/.exec(firstText(result))?.[1] ?? "";
@@ -242,18 +310,8 @@ describe("MCP OAuth: refresh", () => {
     const deployment = await mcpProvider();
     const authConfigId = await connect(deployment);
     const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
-    // Time passes: the token now has less left than the refresh margin, so the next use must refresh it.
     const before = await storedTokens(authConfigId);
-    await t.db
-      .updateTable("provider_auth_configs")
-      .set({
-        credential_ciphertext: sealCredential(t.secrets, authConfigId, {
-          ...before,
-          expires_at: new Date(Date.now() + 5_000).toISOString(),
-        }),
-      })
-      .where("id", "=", authConfigId)
-      .execute();
+    await expireSoon(authConfigId);
     const refreshesBefore = as.grants.filter((g) => g === "refresh_token").length;
 
     const calls = [a, b, a, b, a, b].map((client) => client.callTool({ name: "whoami" }));
