@@ -9,7 +9,7 @@ import { sealCredential } from "../resources/provider-auth-configs/credential-da
 import { clientSecretAad } from "../resources/provider-auth-credentials/service.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
 import { EXPIRED_REASON, effectiveStatus, type FlowRow, kindOfPageSegment } from "./flows.ts";
-import { discover, McpOAuthClient, McpOAuthError } from "./mcp-oauth.ts";
+import { discover, McpOAuthClient, McpOAuthError, remoteServerUrl } from "./mcp-oauth.ts";
 import {
   type Fetch,
   randomToken,
@@ -163,7 +163,10 @@ export class OAuthFlowRunner {
     const state = randomToken();
     let location: URL;
     try {
-      const { server, scope } = await discover(await this.mcp.serverUrl(row.provider_deployment_id), this.fetch);
+      const { server, scope } = await discover(
+        await remoteServerUrl(this.deps.db, row.provider_deployment_id),
+        this.fetch,
+      );
       await this.assertRepairable(row, server.issuer);
       const credentials = await this.mcp.clientFor(row, server);
       const requested = row.config.scopes?.length

@@ -425,3 +425,54 @@ describe("MCP OAuth: refresh", () => {
     await Promise.all([a.close(), b.close()]);
   });
 });
+
+describe("MCP OAuth: token imports", () => {
+  const importToken = (body: { access_token: string; server_deployment_id?: string; connection_id?: string }) =>
+    t.client.POST("/provider-oauth/token-imports", { body: { token_type: "Bearer", ...body } });
+
+  it("imports a token for an mcp_oauth deployment, bound to the issuer discovered from its server", async () => {
+    // A real token for the protected server, obtained by signing in elsewhere.
+    const { access_token } = await storedTokens(await connect(await mcpProvider()));
+    const deployment = await mcpProvider();
+    const imported = await unwrap(importToken({ access_token, server_deployment_id: deployment.deploymentId }));
+    expect(imported.status).toBe("active");
+    const config = await authConfig(imported.connection_id);
+    expect(config).toMatchObject({
+      type: "oauth_manual",
+      status: "active",
+      issuer: as.issuer,
+      provider_auth_method_id: deployment.methodId,
+    });
+    expect(config.oauth_server).toMatchObject({ issuer: as.issuer, resource: as.mcpUrl });
+    const [a, b] = await clientsOn(deployment.deploymentId, config.id);
+    expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await Promise.all([a.close(), b.close()]);
+
+    // Onto the existing connection: it keeps its issuer.
+    const again = await unwrap(importToken({ access_token, connection_id: config.id }));
+    expect(again.connection_id).toBe(config.id);
+    expect((await authConfig(config.id)).issuer).toBe(as.issuer);
+  });
+
+  it("answers 502 and creates nothing when the server's authorization server cannot be discovered", async () => {
+    const deployment = await mcpProvider();
+    as.setMetadata("missing");
+    try {
+      const res = await importToken({
+        access_token: "a-token-from-elsewhere",
+        server_deployment_id: deployment.deploymentId,
+      });
+      expect(res.response.status).toBe(502);
+      expect(res.error).toMatchObject({ code: "bad_gateway" });
+      expect(res.error?.message).toMatch(/publishes no protected-resource metadata/);
+    } finally {
+      as.setMetadata("ok");
+    }
+    const configs = await t.db
+      .selectFrom("provider_auth_configs")
+      .select("id")
+      .where("provider_deployment_id", "=", deployment.deploymentId)
+      .execute();
+    expect(configs).toEqual([]);
+  });
+});
