@@ -15,6 +15,7 @@ import { connectMcp, createSession, deploymentRef, deployProvider, firstText } f
 import { loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { fixture } from "../support/fixture.ts";
 import { browse, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
+import { startServerProcess } from "../support/server-process.ts";
 import { selfSignedCertificate, trustingFetch } from "../support/tls.ts";
 import { redirectQuery, startOAuthTestServer } from "./support.ts";
 
@@ -306,7 +307,7 @@ async function clientsOn(deploymentId: string, authConfigId: string) {
 }
 
 describe("MCP OAuth: refresh", () => {
-  it("refreshes an expiring token once across two server processes under concurrent calls, storing the rotated refresh token", async () => {
+  it("refreshes an expiring token once across two app replicas in this process under concurrent calls, storing the rotated refresh token", async () => {
     const deployment = await mcpProvider();
     const authConfigId = await connect(deployment);
     const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
@@ -422,6 +423,60 @@ describe("MCP OAuth: refresh", () => {
     expect(config.status_reason).toMatch(/registered with another authorization server/);
     // Refused before any request: the token endpoint saw nothing.
     expect(as.grants.length + as.grantErrors.length).toBe(grants);
+    await Promise.all([a.close(), b.close()]);
+  });
+});
+
+/**
+ * What the in-process replica above stands in for, with real processes: two `main.ts` servers over one PostgreSQL
+ * database (PGlite is one process's alone, so this runs only with TEST_DATABASE_URL, see scripts/with-postgres.mjs).
+ */
+describe.skipIf(!process.env.TEST_DATABASE_URL)("MCP OAuth: refresh across two server processes (PostgreSQL)", () => {
+  const processes = fixture(
+    async () => {
+      const key = `${t.secretKey.id}:${t.secretKey.key.toString("base64")}`;
+      const url = t.databaseUrl ?? "";
+      return { servers: await Promise.all([startServerProcess(url, key), startServerProcess(url, key)]) };
+    },
+    async ({ servers }) => {
+      await Promise.all(
+        servers.map(
+          ({ child }) =>
+            new Promise<void>((resolve) => {
+              if (child.exitCode !== null) return resolve();
+              child.once("exit", () => resolve());
+              child.kill("SIGTERM");
+            }),
+        ),
+      );
+    },
+  );
+
+  it("refreshes an expiring token once for concurrent calls on both processes, storing the rotated refresh token", async () => {
+    const deployment = await mcpProvider();
+    const authConfigId = await connect(deployment);
+    const session = await createSession(t.client, [
+      {
+        provider_deployment: deploymentRef(deployment.deploymentId),
+        provider_auth_config: { type: "reference", provider_auth_config_id: authConfigId },
+      },
+    ]);
+    const [a, b] = await Promise.all(processes.servers.map(({ url }) => connectMcp({ url }, session)));
+    if (!a || !b) throw new Error("no clients");
+    const before = await storedTokens(authConfigId);
+    await expireSoon(authConfigId);
+    const refreshes = as.grants.filter((g) => g === "refresh_token").length;
+    const grantErrors = as.grantErrors.length;
+
+    const results = await Promise.all([a, b, a, b, a, b, a, b].map((client) => client.callTool({ name: "whoami" })));
+    expect(results.map(firstText)).toEqual(Array(8).fill("hello from behind OAuth"));
+    // One refresh grant for both processes: a second would have reused the rotated-away refresh token, which
+    // oidc-provider answers with invalid_grant.
+    expect(as.grants.filter((g) => g === "refresh_token").length).toBe(refreshes + 1);
+    expect(as.grantErrors.length).toBe(grantErrors);
+    const after = await storedTokens(authConfigId);
+    expect(after.refresh_token).not.toBe(before.refresh_token);
+    expect((await authConfig(authConfigId)).status).toBe("active");
     await Promise.all([a.close(), b.close()]);
   });
 });
