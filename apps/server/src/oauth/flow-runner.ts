@@ -407,6 +407,8 @@ export class OAuthFlowRunner {
     const repairs = row.repairs_provider_auth_config_id;
     const authConfigId = repairs ?? newId("pac");
     const credential = {
+      // A repaired config was signed in by this flow now, whatever it was before (an imported token, say).
+      type: data.kind === "oauth" ? ("oauth_automated" as const) : ("manual" as const),
       provider_auth_credentials_id: credentialsId,
       status: "active" as const,
       status_reason: null,
@@ -437,7 +439,6 @@ export class OAuthFlowRunner {
               provider_deployment_id: row.provider_deployment_id,
               provider_auth_method_id: method.id,
               ...credential,
-              type: data.kind === "oauth" ? "oauth_automated" : "manual",
               issuer: server?.issuer ?? null,
               name: row.name ?? method.name,
               description: row.description,

@@ -25,7 +25,8 @@ export class ReauthLinks {
 
   /**
    * The link for an OAuth auth config that is `refresh_failed` or `expired`: its pending repair while that has
-   * time left, else a new one. Null for a config that is usable, gone or not OAuth (nothing to sign in to).
+   * time left, else a new one. Null for a config that is usable, gone or not OAuth, or a plain OAuth one whose
+   * deployment has no OAuth app to sign in with.
    */
   async linkFor(instanceId: string, authConfigId: string): Promise<string | null> {
     const config = await this.db
@@ -44,6 +45,21 @@ export class ReauthLinks {
           .executeTakeFirst()
       : undefined;
     if (!config || !method) return null;
+    // A plain OAuth sign-in needs an OAuth app: the config's own, else the deployment's newest (an imported token
+    // has none); MCP OAuth registers its client itself.
+    const credentialsId =
+      config.provider_auth_credentials_id ??
+      (method.type === "oauth"
+        ? (
+            await this.db
+              .selectFrom("provider_auth_credentials")
+              .select("id")
+              .where("provider_deployment_id", "=", config.provider_deployment_id)
+              .orderBy("id", "desc")
+              .executeTakeFirst()
+          )?.id
+        : null);
+    if (credentialsId === undefined) return null;
     const pending = await this.db
       .selectFrom("oauth_flows")
       .selectAll()
@@ -63,7 +79,7 @@ export class ReauthLinks {
       (await this.flows.insert(deployment, {
         kind: "setup_session",
         method,
-        credentialsId: config.provider_auth_credentials_id,
+        credentialsId,
         name: `Re-authentication of ${config.name ?? authConfigId}`,
         description: `Signs auth config ${authConfigId} in again after its tokens could not be refreshed.`,
         repairs: authConfigId,

@@ -482,8 +482,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("MCP OAuth: refresh across two s
 });
 
 describe("MCP OAuth: token imports", () => {
-  const importToken = (body: { access_token: string; server_deployment_id?: string; connection_id?: string }) =>
-    t.client.POST("/provider-oauth/token-imports", { body: { token_type: "Bearer", ...body } });
+  const importToken = (body: {
+    access_token: string;
+    server_deployment_id?: string;
+    connection_id?: string;
+    expires_at?: string;
+  }) => t.client.POST("/provider-oauth/token-imports", { body: { token_type: "Bearer", ...body } });
 
   it("imports a token for an mcp_oauth deployment, bound to the issuer discovered from its server", async () => {
     // A real token for the protected server, obtained by signing in elsewhere.
@@ -501,12 +505,19 @@ describe("MCP OAuth: token imports", () => {
     expect(config.oauth_server).toMatchObject({ issuer: as.issuer, resource: as.mcpUrl });
     const [a, b] = await clientsOn(deployment.deploymentId, config.id);
     expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
-    await Promise.all([a.close(), b.close()]);
 
-    // Onto the existing connection: it keeps its issuer.
-    const again = await unwrap(importToken({ access_token, connection_id: config.id }));
-    expect(again.connection_id).toBe(config.id);
-    expect((await authConfig(config.id)).issuer).toBe(as.issuer);
+    // Onto the existing connection: it keeps its issuer. An imported token that has expired (no refresh token)
+    // gets the re-auth link too, whose sign-in at that issuer makes the same connection a refreshable one.
+    const expired = { access_token, connection_id: config.id, expires_at: new Date(Date.now() - 1000).toISOString() };
+    const again = await unwrap(importToken(expired));
+    expect(again).toMatchObject({ connection_id: config.id, status: "expired" });
+    expect(await authConfig(config.id)).toMatchObject({ status: "expired", issuer: as.issuer });
+    const { callback } = await browse(reauthLink(await a.callTool({ name: "whoami" })));
+    expect(callback.status).toBe(200);
+    expect(await authConfig(config.id)).toMatchObject({ status: "active", type: "oauth_automated", issuer: as.issuer });
+    expect((await storedTokens(config.id)).refresh_token).toEqual(expect.any(String));
+    expect(firstText(await b.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await Promise.all([a.close(), b.close()]);
   });
 
   it("answers 502 and creates nothing when the server's authorization server cannot be discovered", async () => {
