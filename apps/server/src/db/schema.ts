@@ -483,6 +483,8 @@ export interface OAuthFlowsTable {
   verifier_ciphertext: string | null;
   /** MCP OAuth: the authorization server the start page discovered, for the callback. */
   oauth_server: NullableJson<DiscoveredOAuthServer>;
+  /** A re-authentication link's flow: the auth config whose credentials it replaces instead of creating one. */
+  repairs_provider_auth_config_id: ColumnType<string | null, string | null | undefined, string | null>;
   expires_at: Timestamp;
   created_at: Timestamp;
   updated_at: Timestamp;

@@ -7,6 +7,7 @@ import { Batcher } from "../lib/batcher.ts";
 import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
 import { storableJson } from "../lib/storable-json.ts";
+import { ReauthLinks } from "../oauth/reauth.ts";
 import { UpstreamCredentials } from "../oauth/upstream-credentials.ts";
 import { toolCallFinished } from "../observability/gateway.ts";
 import { labelUpstream } from "../observability/metrics.ts";
@@ -226,6 +227,7 @@ const COMPLETE_FIELDS = ["id", "status", "runId", "output", "error", "completedA
  */
 export class Gateway {
   private readonly credentials: UpstreamCredentials;
+  private readonly reauth: ReauthLinks;
   private readonly activity: SessionActivity;
   // The two writes of every tool call, each group-committed across concurrent calls (see lib/batcher.ts).
   private readonly records: Batcher<CallRecord, void>;
@@ -234,12 +236,14 @@ export class Gateway {
   constructor(
     private readonly db: Db,
     secrets: SecretBox,
+    publicUrl: string,
     private readonly pool: UpstreamPool = upstreams,
     readonly timeoutMs: number = upstreamTimeoutMs(),
     readonly listMs: number = listTimeoutMs(),
     readonly maxMs: number = upstreamMaxMs(),
   ) {
     this.credentials = new UpstreamCredentials({ db, secrets });
+    this.reauth = new ReauthLinks(db, publicUrl);
     this.activity = new SessionActivity(db);
     // A lone write is a query compiled once (see lib/prepared.ts); a batch is one multi-row statement.
     const insertOne = prepared(RECORD_COLUMNS, (p) => db.insertInto("tool_calls").values(asInsert(p)));
@@ -549,10 +553,11 @@ export class Gateway {
     const applied = applyTransformer(runtime.transformer, provider.config);
     const headers = { ...applied.headers };
     if (provider.providerAuthConfigId) {
+      const authConfigId = provider.providerAuthConfigId;
       const credential = await this.credentials
-        .credentialFor(instanceId, provider.providerAuthConfigId)
-        .catch((error: unknown) => {
-          throw needsReauthentication(provider, error);
+        .credentialFor(instanceId, authConfigId)
+        .catch(async (error: unknown) => {
+          throw needsReauthentication(provider, error, await this.reauth.linkFor(instanceId, authConfigId));
         });
       if (credential.kind === "oauth") {
         const type = /^bearer$/i.test(credential.tokenType) ? "Bearer" : credential.tokenType;
@@ -625,12 +630,38 @@ function runnableRuntime(provider: GatewaySessionProvider): Runtime {
   }
 }
 
-function needsReauthentication(provider: GatewaySessionProvider, error: unknown): UpstreamFailure {
+/**
+ * An upstream failure that a new sign-in fixes. `reauthUrl` (a setup-session link that repairs the auth config, see
+ * oauth/reauth.ts) is a capability for the session's client only: it is shown in the answer to the client and kept
+ * out of `message`, which is logged and stored with the tool call.
+ */
+export class ReauthenticationNeeded extends UpstreamFailure {
+  constructor(
+    message: string,
+    readonly reauthUrl: string | null,
+  ) {
+    super("upstream_unavailable", message);
+  }
+
+  /** The message with where to sign in again, for the session's client. */
+  get clientMessage(): string {
+    return this.reauthUrl ? `${this.message} Sign in again by opening ${this.reauthUrl}` : this.message;
+  }
+}
+
+function needsReauthentication(
+  provider: GatewaySessionProvider,
+  error: unknown,
+  reauthUrl: string | null,
+): UpstreamFailure {
   const detail = error instanceof ApiError ? ` (${error.message})` : "";
-  return new UpstreamFailure(
-    "upstream_unavailable",
-    `Provider ${provider.providerSlug} needs re-authentication${detail}. Create a setup session for deployment ` +
-      `${provider.providerDeploymentId} (POST /provider-setup-sessions) and open its url to connect it again.`,
+  const how = reauthUrl
+    ? "The answer to the client carries a re-authentication link that repairs it."
+    : `Create a setup session for deployment ${provider.providerDeploymentId} (POST /provider-setup-sessions) and ` +
+      "open its url to connect it again.";
+  return new ReauthenticationNeeded(
+    `Provider ${provider.providerSlug} needs re-authentication${detail}. ${how}`,
+    reauthUrl,
   );
 }
 

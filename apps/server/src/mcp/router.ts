@@ -191,7 +191,7 @@ class StoredConnections {
  * Unauthenticated requests get a 401 with `WWW-Authenticate` pointing at the RFC 9728 metadata served here.
  */
 export function mcpGatewayRouter(deps: AppDeps): Router {
-  const gateway = new Gateway(deps.db, deps.secrets);
+  const gateway = new Gateway(deps.db, deps.secrets, deps.publicUrl);
   const load = gatewaySessionLoader(deps.db, deps.secrets);
   const access = new SessionAccess(deps, load);
   const checkOrigin = originGuard(deps.publicUrl);

@@ -28,7 +28,14 @@ import {
   upstreamTimeoutMs,
 } from "../runtimes/pool.ts";
 import { Continuation, Continuations } from "./continuations.ts";
-import type { CallOutcome, Described, Downstream, Gateway, ProviderFailure } from "./gateway.ts";
+import {
+  type CallOutcome,
+  type Described,
+  type Downstream,
+  type Gateway,
+  type ProviderFailure,
+  ReauthenticationNeeded,
+} from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
 
@@ -217,7 +224,8 @@ export async function sessionMcpServer(
       return exposeTaskIds(result, names, outcome.record.session_provider_id);
     }
     const failure = outcome.failure ?? new UpstreamFailure("upstream_unavailable", "The tool call failed.");
-    const message = `Provider ${provider?.providerSlug ?? "?"}: ${failure.message}`;
+    const reason = failure instanceof ReauthenticationNeeded ? failure.clientMessage : failure.message;
+    const message = `Provider ${provider?.providerSlug ?? "?"}: ${reason}`;
     if (failure.code === "upstream_error") throw new ProtocolError(failure.rpcCode ?? -32603, message, failure.rpcData);
     return { content: [{ type: "text", text: message }], isError: true };
   };
@@ -592,7 +600,11 @@ async function reportFailures(ctx: ServerContext, serving: ServingContext, failu
   for (const { provider, error } of failures) {
     const text = `Provider ${provider.providerSlug} was left out: ${error.message}`;
     serving.log.warn({ provider: provider.providerSlug, code: error.code }, text);
-    await ctx.mcpReq.log("warning", text, "toolplane").catch(() => undefined);
+    const forClient =
+      error instanceof ReauthenticationNeeded
+        ? `Provider ${provider.providerSlug} was left out: ${error.clientMessage}`
+        : text;
+    await ctx.mcpReq.log("warning", forClient, "toolplane").catch(() => undefined);
   }
 }
 

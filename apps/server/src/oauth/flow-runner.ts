@@ -9,7 +9,7 @@ import { sealCredential } from "../resources/provider-auth-configs/credential-da
 import { clientSecretAad } from "../resources/provider-auth-credentials/service.ts";
 import type { SecretBox } from "../secrets/secret-box.ts";
 import { EXPIRED_REASON, effectiveStatus, type FlowRow, kindOfPageSegment } from "./flows.ts";
-import { discover, McpOAuthClient, McpOAuthError } from "./mcp-oauth.ts";
+import { discover, McpOAuthClient, McpOAuthError, remoteServerUrl } from "./mcp-oauth.ts";
 import {
   type Fetch,
   randomToken,
@@ -163,7 +163,11 @@ export class OAuthFlowRunner {
     const state = randomToken();
     let location: URL;
     try {
-      const { server, scope } = await discover(await this.mcp.serverUrl(row.provider_deployment_id), this.fetch);
+      const { server, scope } = await discover(
+        await remoteServerUrl(this.deps.db, row.provider_deployment_id),
+        this.fetch,
+      );
+      await this.assertRepairable(row, server.issuer);
       const credentials = await this.mcp.clientFor(row, server);
       const requested = row.config.scopes?.length
         ? row.config.scopes.join(" ")
@@ -189,6 +193,20 @@ export class OAuthFlowRunner {
       return this.fail(row, err.code, err.reason);
     }
     return this.toAuthorization(row, location);
+  }
+
+  /**
+   * A re-authentication signs in at the issuer the auth config is bound to, or not at all: the MCP server naming
+   * another authorization server since is a new connection to make with a new setup session, not a repair.
+   */
+  private async assertRepairable(row: FlowRow, issuer: string) {
+    if (!row.repairs_provider_auth_config_id) return;
+    const config = await this.deps.db
+      .selectFrom("provider_auth_configs")
+      .select("issuer")
+      .where("id", "=", row.repairs_provider_auth_config_id)
+      .executeTakeFirst();
+    if (config?.issuer !== issuer) throw issuerChanged();
   }
 
   /** POST of a token method's form (setup sessions): the values become a `manual` auth config. */
@@ -386,33 +404,50 @@ export class OAuthFlowRunner {
     server: DiscoveredOAuthServer | null = null,
   ): Promise<PageResult> {
     const now = new Date();
-    const authConfigId = newId("pac");
+    const repairs = row.repairs_provider_auth_config_id;
+    const authConfigId = repairs ?? newId("pac");
+    const credential = {
+      // A repaired config was signed in by this flow now, whatever it was before (an imported token, say).
+      type: data.kind === "oauth" ? ("oauth_automated" as const) : ("manual" as const),
+      provider_auth_credentials_id: credentialsId,
+      status: "active" as const,
+      status_reason: null,
+      credential_ciphertext: sealCredential(this.deps.secrets, authConfigId, data),
+      oauth_server: server && JSON.stringify(server),
+      expires_at: data.kind === "oauth" ? data.expires_at : null,
+    };
     const finished = await this.deps.db
       .transaction()
       .execute(async (trx) => {
-        await trx
-          .insertInto("provider_auth_configs")
-          .values({
-            id: authConfigId,
-            instance_id: row.instance_id,
-            provider_id: row.provider_id,
-            provider_deployment_id: row.provider_deployment_id,
-            provider_auth_method_id: method.id,
-            provider_auth_credentials_id: credentialsId,
-            type: data.kind === "oauth" ? "oauth_automated" : "manual",
-            status: "active",
-            status_reason: null,
-            credential_ciphertext: sealCredential(this.deps.secrets, authConfigId, data),
-            issuer: server?.issuer ?? null,
-            oauth_server: server && JSON.stringify(server),
-            expires_at: data.kind === "oauth" ? data.expires_at : null,
-            name: row.name ?? method.name,
-            description: row.description,
-            metadata: row.metadata === null ? null : JSON.stringify(row.metadata),
-            created_at: now,
-            updated_at: now,
-          })
-          .execute();
+        if (repairs) {
+          // The same auth config, still bound to its issuer (checked at the start, and again here in case the
+          // config changed meanwhile): its id and the sessions that reference it stay.
+          const repaired = await trx
+            .updateTable("provider_auth_configs")
+            .set({ ...credential, updated_at: now })
+            .where("id", "=", repairs)
+            .where("issuer", "is not distinct from", server?.issuer ?? null)
+            .executeTakeFirst();
+          if (repaired.numUpdatedRows === 0n) throw issuerChanged();
+        } else {
+          await trx
+            .insertInto("provider_auth_configs")
+            .values({
+              id: authConfigId,
+              instance_id: row.instance_id,
+              provider_id: row.provider_id,
+              provider_deployment_id: row.provider_deployment_id,
+              provider_auth_method_id: method.id,
+              ...credential,
+              issuer: server?.issuer ?? null,
+              name: row.name ?? method.name,
+              description: row.description,
+              metadata: row.metadata === null ? null : JSON.stringify(row.metadata),
+              created_at: now,
+              updated_at: now,
+            })
+            .execute();
+        }
         // Only a still-unfinished flow completes (a concurrent submit, or a delete, got there first otherwise).
         const done = row.is_ephemeral
           ? await trx
@@ -438,10 +473,11 @@ export class OAuthFlowRunner {
         return true;
       })
       .catch((err: unknown) => {
-        if (err instanceof FlowAlreadyFinished) return false;
+        if (err instanceof FlowAlreadyFinished || err instanceof McpOAuthError) return err;
         throw err;
       });
-    if (!finished) return alreadyUsed;
+    if (finished instanceof McpOAuthError) return this.fail(row, finished.code, finished.reason);
+    if (finished instanceof FlowAlreadyFinished) return alreadyUsed;
     this.deps.logger?.info(
       { flowId: row.id, kind: row.kind, providerAuthConfigId: authConfigId, type: data.kind },
       "OAuth setup completed",
@@ -476,6 +512,13 @@ export class OAuthFlowRunner {
 }
 
 class FlowAlreadyFinished extends Error {}
+
+const issuerChanged = () =>
+  new McpOAuthError(
+    "invalid_issuer",
+    "The MCP server now names another authorization server than the one this connection is bound to; connect it " +
+      "with a new setup session instead.",
+  );
 
 /** A replayed callback never changes the flow; it only says so. */
 const alreadyUsed: PageResult = {

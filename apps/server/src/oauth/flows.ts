@@ -86,6 +86,8 @@ export interface NewFlow {
   redirectUrl?: string | null;
   isEphemeral?: boolean;
   config?: OAuthFlowConfig;
+  /** The auth config a re-authentication replaces the credentials of (see reauth.ts). */
+  repairs?: string;
 }
 
 /**
@@ -187,6 +189,7 @@ export class OAuthFlowStore {
         state_hash: null,
         state_used_at: null,
         verifier_ciphertext: null,
+        repairs_provider_auth_config_id: flow.repairs ?? null,
         expires_at: new Date(now.getTime() + FLOW_TTL_MS),
         created_at: now,
         updated_at: now,

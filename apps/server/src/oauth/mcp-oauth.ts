@@ -234,6 +234,23 @@ export async function refreshMcpTokens(
   }
 }
 
+/** The remote URL a deployment's provider runs at (its locked version, else the provider's current one). */
+export async function remoteServerUrl(db: Db, deploymentId: string): Promise<string> {
+  const row = await db
+    .selectFrom("provider_deployments as d")
+    .innerJoin("providers as p", "p.id", "d.provider_id")
+    .innerJoin("provider_versions as v", (join) =>
+      join.on(sql<boolean>`v.id = coalesce(d.locked_version_id, p.current_version_id)`),
+    )
+    .select("v.runtime")
+    .where("d.id", "=", deploymentId)
+    .executeTakeFirst();
+  if (row?.runtime.type !== "remote") {
+    throw new McpOAuthError("invalid_request", "MCP OAuth needs a provider that runs at a remote MCP server URL.");
+  }
+  return row.runtime.url;
+}
+
 export interface McpOAuthDeps {
   db: Db;
   secrets: SecretBox;
@@ -247,23 +264,6 @@ export class McpOAuthClient {
 
   constructor(private readonly deps: McpOAuthDeps) {
     this.fetchFn = bounded(deps.fetch);
-  }
-
-  /** The remote URL the deployment's provider runs at (its locked version, else the provider's current one). */
-  async serverUrl(deploymentId: string): Promise<string> {
-    const row = await this.deps.db
-      .selectFrom("provider_deployments as d")
-      .innerJoin("providers as p", "p.id", "d.provider_id")
-      .innerJoin("provider_versions as v", (join) =>
-        join.on(sql<boolean>`v.id = coalesce(d.locked_version_id, p.current_version_id)`),
-      )
-      .select("v.runtime")
-      .where("d.id", "=", deploymentId)
-      .executeTakeFirst();
-    if (row?.runtime.type !== "remote") {
-      throw new McpOAuthError("invalid_request", "MCP OAuth needs a provider that runs at a remote MCP server URL.");
-    }
-    return row.runtime.url;
   }
 
   /**

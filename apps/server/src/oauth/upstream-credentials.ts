@@ -115,8 +115,7 @@ export class UpstreamCredentials {
         if (err instanceof McpOAuthError && err.code === "invalid_grant") {
           return failClosed(
             "refresh_failed",
-            "The authorization server refused the refresh token (invalid_grant): sign in again with a new setup " +
-              "session for the deployment.",
+            "The authorization server refused the refresh token (invalid_grant): the connection needs a new sign-in.",
           );
         }
         if (err instanceof TokenEndpointError || err instanceof McpOAuthError)

@@ -100,7 +100,9 @@ export function createHandlers({
       new ProviderOAuthTokenImportService(db, secrets, deployments),
     ),
     providerOAuthSetups: providerOAuthSetupHandlers(deployments, new ProviderOAuthSetupService(flows, publicUrl)),
-    toolCalls: toolCallHandlers(new ToolCallService(db, new Gateway(db, secrets), gatewaySessionLoader(db, secrets))),
+    toolCalls: toolCallHandlers(
+      new ToolCallService(db, new Gateway(db, secrets, publicUrl), gatewaySessionLoader(db, secrets)),
+    ),
     sessionProviders: sessionProviderHandlers(new SessionProviderService(db, sessions)),
     customProviders: customProviderHandlers(customProviders),
     customProviderCommits: customProviderCommitHandlers(

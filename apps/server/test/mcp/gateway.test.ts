@@ -176,7 +176,9 @@ describe("tools/call", () => {
       .execute();
     const failed = await client.callTool({ name: "whoami", arguments: {} });
     expect(failed.isError).toBe(true);
-    expect(firstText(failed)).toMatch(/Provider ours needs re-authentication.*POST \/provider-setup-sessions/);
+    expect(firstText(failed)).toMatch(
+      /Provider ours needs re-authentication.*Sign in again by opening http\S+\/oauth\/setup-sessions\/pas_\w+\/start\?token=/,
+    );
   });
 
   it("passes an upstream JSON-RPC error on and rejects unknown keys", async () => {

@@ -1,13 +1,13 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import { type DatabaseHandle, openDatabase } from "../../src/db/database.ts";
+import { type ServerProcess, startServerProcess } from "../support/server-process.ts";
 import { firstText } from "./gateway-fixtures.ts";
 
 /**
@@ -15,36 +15,6 @@ import { firstText } from "./gateway-fixtures.ts";
  * MCP session alternately. Runs when TEST_DATABASE_URL is set (`node scripts/with-postgres.mjs pnpm vitest run …`).
  */
 const adminUrl = process.env.TEST_DATABASE_URL;
-const SERVER_DIR = fileURLToPath(new URL("../..", import.meta.url));
-
-interface ServerProcess {
-  url: string;
-  child: ChildProcess;
-}
-
-function startServer(databaseUrl: string, secretKey: string): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    cwd: SERVER_DIR,
-    env: {
-      PATH: process.env.PATH ?? "",
-      DATABASE_URL: databaseUrl,
-      TOOLPLANE_SECRET_KEY: secretKey,
-      HOST: "127.0.0.1",
-      PORT: "0",
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
-      if (url) resolve({ url, child });
-    });
-    child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening: ${out}`)));
-  });
-}
 
 /** The server-everything processes started by the process `pid`. */
 const upstreamsOf = (pid: number): number[] =>
@@ -78,7 +48,10 @@ describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", 
     database = await openDatabase({ kind: "postgres", url: url.toString(), poolSize: 2 });
     apiKey = (await createApiKey(database.db, await createInstance(database.db, "procs"), "test")).key;
     const secretKey = `k1:${randomBytes(32).toString("base64")}`;
-    servers = await Promise.all([startServer(url.toString(), secretKey), startServer(url.toString(), secretKey)]);
+    servers = await Promise.all([
+      startServerProcess(url.toString(), secretKey),
+      startServerProcess(url.toString(), secretKey),
+    ]);
   });
 
   afterAll(async () => {

@@ -1,6 +1,7 @@
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { unwrap } from "@toolplane/client";
+import { createToolplaneClient, unwrap } from "@toolplane/client";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
@@ -14,30 +15,44 @@ import { connectMcp, createSession, deploymentRef, deployProvider, firstText } f
 import { loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { fixture } from "../support/fixture.ts";
 import { browse, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
+import { startServerProcess } from "../support/server-process.ts";
+import { selfSignedCertificate, trustingFetch } from "../support/tls.ts";
 import { redirectQuery, startOAuthTestServer } from "./support.ts";
 
+/**
+ * Another server (replica) over the same database, with its own gateway, credential cache and refreshes: over
+ * http with the first server's public URL, or over https (a self-signed certificate) as its own public URL.
+ */
+async function anotherServer(protocol: "http" | "https") {
+  const server = protocol === "https" ? createHttpsServer(tls) : createServer();
+  server.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.once("listening", resolve));
+  const url = `${protocol}://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const app = createApp({
+    db: t.db,
+    spec: bundledSpec,
+    logger: pino({ level: "silent" }),
+    publicUrl: protocol === "https" ? url : t.url,
+    bodyLimitBytes: 64 * 1024,
+    secrets: t.secrets,
+  });
+  server.on("request", app);
+  const client = createToolplaneClient({ baseUrl: url, apiKey: t.tenant.apiKey, fetch: httpsFetch, retries: 0 });
+  return { url, server, client };
+}
+const stop = async ({ server }: { server: Server }) => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+};
+const tls = selfSignedCertificate();
+const httpsFetch = trustingFetch(tls.cert);
 const t = fixture(startOAuthTestServer, (server) => server.close());
-/** A second server process (replica) over the same database: its own gateway, credential cache and refreshes. */
-const replica = fixture(
-  async () => {
-    const app = createApp({
-      db: t.db,
-      spec: bundledSpec,
-      logger: pino({ level: "silent" }),
-      publicUrl: t.url,
-      bodyLimitBytes: 64 * 1024,
-      secrets: t.secrets,
-    });
-    const server = app.listen(0, "127.0.0.1");
-    await new Promise<void>((resolve) => server.once("listening", resolve));
-    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-  },
-  async ({ server }: { server: Server }) => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  },
+const replica = fixture(() => anotherServer("http"), stop);
+const secure = fixture(() => anotherServer("https"), stop);
+const as = fixture(
+  () => startMcpOAuthServers({ trust: tls.cert }),
+  (servers) => servers.close(),
 );
-const as = fixture(startMcpOAuthServers, (servers) => servers.close());
 afterAll(() => upstreams.closeAll());
 
 let counter = 0;
@@ -73,9 +88,9 @@ async function mcpProvider() {
   return { providerId, deploymentId: deployment.id as string, methodId: method.id };
 }
 
-const setupSession = ({ deploymentId, methodId }: { deploymentId: string; methodId: string }) =>
+const setupSession = ({ deploymentId, methodId }: { deploymentId: string; methodId: string }, client = t.client) =>
   unwrap(
-    t.client.POST("/provider-deployments/{provider_deployment_id}/setup-sessions", {
+    client.POST("/provider-deployments/{provider_deployment_id}/setup-sessions", {
       params: { path: { provider_deployment_id: deploymentId } },
       body: { providerAuthMethodId: methodId, redirectUrl: "https://app.example.test/done" },
     }),
@@ -98,6 +113,8 @@ describe("MCP OAuth: discovered authorization server", () => {
     const deployment = await mcpProvider();
     const { deploymentId } = deployment;
     const registrationsBefore = as.registrations;
+    // The authorization server supports Client ID Metadata Documents too, but this server's public URL is http:
+    // a document URL must be https, so it falls back to dynamic registration.
     const authConfigId = await connect(deployment);
 
     const config = await authConfig(authConfigId);
@@ -166,6 +183,43 @@ describe("MCP OAuth: discovered authorization server", () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it("registers by Client ID Metadata Document where the authorization server supports it and this server is https", async () => {
+    const deployment = await mcpProvider();
+    const registrations = as.registrations;
+    const session = await setupSession(deployment, secure.client);
+    expect(session.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/oauth\/setup-sessions\//);
+    const { callback } = await browse(session.url ?? "", { fetch: httpsFetch });
+    const outcome = redirectQuery(callback as Response);
+    expect(outcome).toMatchObject({ status: "completed" });
+
+    // The authorization server fetched our document (and validated it) instead of registering a client.
+    const documentUrl = `${secure.url}/oauth/client-metadata.json`;
+    expect(as.documentFetches).toContain(documentUrl);
+    expect(as.registrations).toBe(registrations);
+    const config = await authConfig(outcome.provider_auth_config_id ?? "");
+    expect(config).toMatchObject({ status: "active", issuer: as.issuer });
+    const client = await t.db
+      .selectFrom("provider_auth_credentials")
+      .selectAll()
+      .where("id", "=", config.provider_auth_credentials_id ?? "")
+      .executeTakeFirstOrThrow();
+    expect(client).toMatchObject({
+      client_id: documentUrl,
+      client_secret_ciphertext: null,
+      token_endpoint_auth_method: "none",
+      issuer: as.issuer,
+    });
+
+    // Its tokens open the protected server, and refresh as the same public client.
+    const [a, b] = await clientsOn(deployment.deploymentId, config.id);
+    expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await expireSoon(config.id);
+    const refreshes = as.grants.filter((g) => g === "refresh_token").length;
+    expect(firstText(await b.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    expect(as.grants.filter((g) => g === "refresh_token").length).toBe(refreshes + 1);
+    await Promise.all([a.close(), b.close()]);
+  });
+
   it("serves its Client ID Metadata Document at a stable URL", async () => {
     const res = await fetch(`${t.url}/oauth/client-metadata.json`);
     expect(res.status).toBe(200);
@@ -219,6 +273,28 @@ async function storedTokens(authConfigId: string) {
   return data;
 }
 
+/** Time passes: the token now has less left than the refresh margin, so the next use must refresh it. */
+async function expireSoon(authConfigId: string) {
+  const tokens = await storedTokens(authConfigId);
+  await t.db
+    .updateTable("provider_auth_configs")
+    .set({
+      credential_ciphertext: sealCredential(t.secrets, authConfigId, {
+        ...tokens,
+        expires_at: new Date(Date.now() + 5_000).toISOString(),
+      }),
+    })
+    .where("id", "=", authConfigId)
+    .execute();
+}
+
+/** The re-authentication link in a failed call's answer: a setup-session start page of this server. */
+function reauthLink(result: unknown): string {
+  const link = /Sign in again by opening (\S+)/.exec(firstText(result))?.[1] ?? "";
+  expect(link).toMatch(new RegExp(`^${t.url}/oauth/setup-sessions/pas_\\w+/start\\?token=`));
+  return link;
+}
+
 /** A session on the deployment through the auth config, and an MCP client of it on each server process. */
 async function clientsOn(deploymentId: string, authConfigId: string) {
   const session = await createSession(t.client, [
@@ -231,22 +307,12 @@ async function clientsOn(deploymentId: string, authConfigId: string) {
 }
 
 describe("MCP OAuth: refresh", () => {
-  it("refreshes an expiring token once across two server processes under concurrent calls, storing the rotated refresh token", async () => {
+  it("refreshes an expiring token once across two app replicas in this process under concurrent calls, storing the rotated refresh token", async () => {
     const deployment = await mcpProvider();
     const authConfigId = await connect(deployment);
     const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
-    // Time passes: the token now has less left than the refresh margin, so the next use must refresh it.
     const before = await storedTokens(authConfigId);
-    await t.db
-      .updateTable("provider_auth_configs")
-      .set({
-        credential_ciphertext: sealCredential(t.secrets, authConfigId, {
-          ...before,
-          expires_at: new Date(Date.now() + 5_000).toISOString(),
-        }),
-      })
-      .where("id", "=", authConfigId)
-      .execute();
+    await expireSoon(authConfigId);
     const refreshesBefore = as.grants.filter((g) => g === "refresh_token").length;
 
     const calls = [a, b, a, b, a, b].map((client) => client.callTool({ name: "whoami" }));
@@ -264,7 +330,7 @@ describe("MCP OAuth: refresh", () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it("marks the auth config failed on invalid_grant and asks for re-authentication, which a new setup session gives", async () => {
+  it("marks the auth config failed on invalid_grant and answers with a re-auth link that repairs the same auth config", async () => {
     const deployment = await mcpProvider();
     as.setAccessTokenTtl(5);
     const authConfigId = await connect(deployment).finally(() => as.setAccessTokenTtl(3600));
@@ -287,22 +353,56 @@ describe("MCP OAuth: refresh", () => {
     const [a, b] = await clientsOn(deployment.deploymentId, authConfigId);
     const failed = await a.callTool({ name: "whoami" });
     expect(failed.isError).toBe(true);
-    expect(firstText(failed)).toMatch(/needs re-authentication.*invalid_grant.*POST \/provider-setup-sessions/);
+    expect(firstText(failed)).toMatch(/needs re-authentication.*invalid_grant/);
+    const link = reauthLink(failed);
     const config = await authConfig(authConfigId);
     expect(config.status).toBe("refresh_failed");
     expect(config.status_reason).toMatch(/invalid_grant/);
     expect(config.status_reason).not.toContain(stolen.refresh_token ?? "-");
-    // The other process fails closed too, without trying the spent token again.
+    // The other process fails closed too, without trying the spent token again, and hands out the same link.
     const grantErrors = as.grantErrors.length;
-    expect((await b.callTool({ name: "whoami" })).isError).toBe(true);
+    expect(reauthLink(await b.callTool({ name: "whoami" }))).toBe(link);
     expect(as.grantErrors.length).toBe(grantErrors);
-    await Promise.all([a.close(), b.close()]);
 
-    // Re-authentication: a new setup session, the same registered client, a working connection.
-    const renewed = await connect(deployment);
-    const [c] = await clientsOn(deployment.deploymentId, renewed);
-    expect(firstText(await c?.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
-    await c?.close();
+    // The link is a capability of the session's client: an hour at most, never logged nor stored with the call.
+    const key = new URL(link).searchParams.get("token") ?? "";
+    expect(key.length).toBeGreaterThan(20);
+    expect(t.logs()).not.toContain(key);
+    const calls = await t.db.selectFrom("tool_calls").select("error").where("error", "is not", null).execute();
+    expect(JSON.stringify(calls)).not.toContain(key);
+    const repair = await t.db
+      .selectFrom("oauth_flows")
+      .selectAll()
+      .where("repairs_provider_auth_config_id", "=", authConfigId)
+      .executeTakeFirstOrThrow();
+    expect(repair.expires_at.getTime() - Date.now()).toBeLessThanOrEqual(3_600_000);
+
+    // Signing in at another issuer never repairs it: the config stays bound to its own.
+    await t.db
+      .updateTable("provider_auth_configs")
+      .set({ issuer: "https://other.example.test" })
+      .where("id", "=", authConfigId)
+      .execute();
+    const refused = await fetch(link, { redirect: "manual" });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toMatch(/another authorization server/);
+    await t.db.updateTable("provider_auth_configs").set({ issuer: as.issuer }).where("id", "=", authConfigId).execute();
+    expect((await authConfig(authConfigId)).status).toBe("refresh_failed");
+
+    // A fresh link (the refused one has failed), followed through the real authorization server by a browser.
+    const fresh = reauthLink(await a.callTool({ name: "whoami" }));
+    expect(fresh).not.toBe(link);
+    const { callback } = await browse(fresh);
+    expect(callback.status).toBe(200);
+    expect(await callback.text()).toMatch(/You are connected/);
+    const repaired = await authConfig(authConfigId);
+    expect(repaired).toMatchObject({ status: "active", status_reason: null, issuer: as.issuer });
+    expect((await storedTokens(authConfigId)).refresh_token).not.toBe(stolen.refresh_token);
+
+    // The same sessions, on both processes, work again through the same auth config.
+    expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    expect(firstText(await b.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await Promise.all([a.close(), b.close()]);
   });
 
   it("never sends a client or tokens bound to one issuer to another", async () => {
@@ -324,5 +424,121 @@ describe("MCP OAuth: refresh", () => {
     // Refused before any request: the token endpoint saw nothing.
     expect(as.grants.length + as.grantErrors.length).toBe(grants);
     await Promise.all([a.close(), b.close()]);
+  });
+});
+
+/**
+ * What the in-process replica above stands in for, with real processes: two `main.ts` servers over one PostgreSQL
+ * database (PGlite is one process's alone, so this runs only with TEST_DATABASE_URL, see scripts/with-postgres.mjs).
+ */
+describe.skipIf(!process.env.TEST_DATABASE_URL)("MCP OAuth: refresh across two server processes (PostgreSQL)", () => {
+  const processes = fixture(
+    async () => {
+      const key = `${t.secretKey.id}:${t.secretKey.key.toString("base64")}`;
+      const url = t.databaseUrl ?? "";
+      return { servers: await Promise.all([startServerProcess(url, key), startServerProcess(url, key)]) };
+    },
+    async ({ servers }) => {
+      await Promise.all(
+        servers.map(
+          ({ child }) =>
+            new Promise<void>((resolve) => {
+              if (child.exitCode !== null) return resolve();
+              child.once("exit", () => resolve());
+              child.kill("SIGTERM");
+            }),
+        ),
+      );
+    },
+  );
+
+  it("refreshes an expiring token once for concurrent calls on both processes, storing the rotated refresh token", async () => {
+    const deployment = await mcpProvider();
+    const authConfigId = await connect(deployment);
+    const session = await createSession(t.client, [
+      {
+        provider_deployment: deploymentRef(deployment.deploymentId),
+        provider_auth_config: { type: "reference", provider_auth_config_id: authConfigId },
+      },
+    ]);
+    const [a, b] = await Promise.all(processes.servers.map(({ url }) => connectMcp({ url }, session)));
+    if (!a || !b) throw new Error("no clients");
+    const before = await storedTokens(authConfigId);
+    await expireSoon(authConfigId);
+    const refreshes = as.grants.filter((g) => g === "refresh_token").length;
+    const grantErrors = as.grantErrors.length;
+
+    const results = await Promise.all([a, b, a, b, a, b, a, b].map((client) => client.callTool({ name: "whoami" })));
+    expect(results.map(firstText)).toEqual(Array(8).fill("hello from behind OAuth"));
+    // One refresh grant for both processes: a second would have reused the rotated-away refresh token, which
+    // oidc-provider answers with invalid_grant.
+    expect(as.grants.filter((g) => g === "refresh_token").length).toBe(refreshes + 1);
+    expect(as.grantErrors.length).toBe(grantErrors);
+    const after = await storedTokens(authConfigId);
+    expect(after.refresh_token).not.toBe(before.refresh_token);
+    expect((await authConfig(authConfigId)).status).toBe("active");
+    await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe("MCP OAuth: token imports", () => {
+  const importToken = (body: {
+    access_token: string;
+    server_deployment_id?: string;
+    connection_id?: string;
+    expires_at?: string;
+  }) => t.client.POST("/provider-oauth/token-imports", { body: { token_type: "Bearer", ...body } });
+
+  it("imports a token for an mcp_oauth deployment, bound to the issuer discovered from its server", async () => {
+    // A real token for the protected server, obtained by signing in elsewhere.
+    const { access_token } = await storedTokens(await connect(await mcpProvider()));
+    const deployment = await mcpProvider();
+    const imported = await unwrap(importToken({ access_token, server_deployment_id: deployment.deploymentId }));
+    expect(imported.status).toBe("active");
+    const config = await authConfig(imported.connection_id);
+    expect(config).toMatchObject({
+      type: "oauth_manual",
+      status: "active",
+      issuer: as.issuer,
+      provider_auth_method_id: deployment.methodId,
+    });
+    expect(config.oauth_server).toMatchObject({ issuer: as.issuer, resource: as.mcpUrl });
+    const [a, b] = await clientsOn(deployment.deploymentId, config.id);
+    expect(firstText(await a.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+
+    // Onto the existing connection: it keeps its issuer. An imported token that has expired (no refresh token)
+    // gets the re-auth link too, whose sign-in at that issuer makes the same connection a refreshable one.
+    const expired = { access_token, connection_id: config.id, expires_at: new Date(Date.now() - 1000).toISOString() };
+    const again = await unwrap(importToken(expired));
+    expect(again).toMatchObject({ connection_id: config.id, status: "expired" });
+    expect(await authConfig(config.id)).toMatchObject({ status: "expired", issuer: as.issuer });
+    const { callback } = await browse(reauthLink(await a.callTool({ name: "whoami" })));
+    expect(callback.status).toBe(200);
+    expect(await authConfig(config.id)).toMatchObject({ status: "active", type: "oauth_automated", issuer: as.issuer });
+    expect((await storedTokens(config.id)).refresh_token).toEqual(expect.any(String));
+    expect(firstText(await b.callTool({ name: "whoami" }))).toBe("hello from behind OAuth");
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("answers 502 and creates nothing when the server's authorization server cannot be discovered", async () => {
+    const deployment = await mcpProvider();
+    as.setMetadata("missing");
+    try {
+      const res = await importToken({
+        access_token: "a-token-from-elsewhere",
+        server_deployment_id: deployment.deploymentId,
+      });
+      expect(res.response.status).toBe(502);
+      expect(res.error).toMatchObject({ code: "bad_gateway" });
+      expect(res.error?.message).toMatch(/publishes no protected-resource metadata/);
+    } finally {
+      as.setMetadata("ok");
+    }
+    const configs = await t.db
+      .selectFrom("provider_auth_configs")
+      .select("id")
+      .where("provider_deployment_id", "=", deployment.deploymentId)
+      .execute();
+    expect(configs).toEqual([]);
   });
 });

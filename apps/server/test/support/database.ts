@@ -8,6 +8,8 @@ import { type DatabaseHandle, openDatabase } from "../../src/db/database.ts";
 export interface TestDatabase extends DatabaseHandle {
   /** The PGlite instance behind `db` (null on PostgreSQL): lets a test dump the raw data directory. */
   pglite: PGlite | null;
+  /** The PostgreSQL database's URL (null on PGlite): lets a test start server processes over the same database. */
+  url: string | null;
 }
 
 /** A fresh, migrated, real database for one test file: PGlite by default, PostgreSQL when TEST_DATABASE_URL is set. */
@@ -16,7 +18,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   if (!adminUrl) {
     const snapshot = readFileSync(inject("pgliteSnapshot"));
     const pglite = await PGlite.create({ loadDataDir: new Blob([snapshot]) });
-    return { ...(await openDatabase({ kind: "pglite-instance", pglite })), pglite };
+    return { ...(await openDatabase({ kind: "pglite-instance", pglite })), pglite, url: null };
   }
   const name = `toolplane_test_${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -29,6 +31,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     ...handle,
     pglite: null,
+    url: url.toString(),
     close: async () => {
       await handle.close();
       const cleanup = new pg.Client({ connectionString: adminUrl });

@@ -4,6 +4,7 @@ import { toNodeHandler } from "@modelcontextprotocol/node";
 import { createMcpHandler, Server } from "@modelcontextprotocol/server";
 import express from "express";
 import Provider, { errors } from "oidc-provider";
+import { trustingFetch } from "./tls.ts";
 
 /**
  * A real authorization server (oidc-provider: dynamic registration, PKCE, resource indicators, `iss` in
@@ -28,6 +29,8 @@ export interface McpOAuthServers {
   grantErrors: string[];
   /** Dynamic registrations answered. */
   registrations: number;
+  /** The Client ID Metadata Documents (URLs) the authorization server fetched. */
+  documentFetches: string[];
   provider: Provider;
   close(): Promise<void>;
 }
@@ -43,7 +46,11 @@ const close = (server: HttpServer) => {
   return new Promise<void>((resolve) => server.close(() => resolve()));
 };
 
-export async function startMcpOAuthServers(): Promise<McpOAuthServers> {
+/**
+ * `trust`: the certificate of the https origin whose Client ID Metadata Documents the authorization server fetches
+ * (oidc-provider's own CIMD support, draft-02, which refuses private addresses unless its `fetch` is replaced).
+ */
+export async function startMcpOAuthServers(options: { trust?: string } = {}): Promise<McpOAuthServers> {
   const asServer = createServer();
   const mcpApp = express();
   const mcpServer = createServer(mcpApp);
@@ -57,7 +64,9 @@ export async function startMcpOAuthServers(): Promise<McpOAuthServers> {
     grants: [] as string[],
     grantErrors: [] as string[],
     registrations: 0,
+    documentFetches: [] as string[],
   };
+  const documentFetch = options.trust ? trustingFetch(options.trust) : fetch;
 
   const provider = new Provider(issuer, {
     clients: [],
@@ -65,6 +74,9 @@ export async function startMcpOAuthServers(): Promise<McpOAuthServers> {
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
+      // Advertised as `client_id_metadata_document_supported`; an https `client_id` is fetched and validated
+      // (client_id equal to the URL, no shared secret) and its redirect_uris are the ones allowed.
+      clientIdMetadataDocument: { enabled: true, ack: "draft-02" },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => mcpUrl,
@@ -85,6 +97,10 @@ export async function startMcpOAuthServers(): Promise<McpOAuthServers> {
       Grant: 3600,
       RefreshToken: 3600,
       AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 3600,
+    },
+    fetch: (url, init) => {
+      state.documentFetches.push(String(url));
+      return documentFetch(url, init);
     },
     findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
   });
@@ -184,9 +200,14 @@ export async function startMcpOAuthServers(): Promise<McpOAuthServers> {
 /**
  * What a browser does with a setup link: our start page, then the authorization server's redirects (keeping its
  * cookies) until it sends the browser back to our callback, which is opened with our flow cookie. `beforeCallback`
- * may tamper with the callback URL (an attacker's `iss`, say).
+ * may tamper with the callback URL (an attacker's `iss`, say); `fetch` is the browser's (one that trusts a test
+ * certificate, for an https server).
  */
-export async function browse(setupUrl: string, options: { beforeCallback?: (callback: URL) => void } = {}) {
+export async function browse(
+  setupUrl: string,
+  options: { beforeCallback?: (callback: URL) => void; fetch?: typeof globalThis.fetch } = {},
+) {
+  const fetch = options.fetch ?? globalThis.fetch;
   const start = await fetch(setupUrl, { redirect: "manual" });
   const flowCookie = (start.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
   const jar = new Map<string, string>();

@@ -50,6 +50,8 @@ export interface TestServerOptions {
 export interface StartedTestServer extends TestServer {
   /** The PGlite instance behind `db` (null on PostgreSQL): lets a test dump the raw data directory. */
   pglite: PGlite | null;
+  /** The PostgreSQL database's URL (null on PGlite). */
+  databaseUrl: string | null;
   /** The app's SecretBox (decrypts what the app stored). */
   secrets: SecretBox;
   /** Everything the app logged as raw JSON lines, when started with `logLevel` (empty otherwise). */
@@ -92,6 +94,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     secretKey,
     secrets,
     pglite: database.pglite,
+    databaseUrl: database.url,
     tenant,
     client: tenant.client,
     createTenant,

@@ -4067,6 +4067,10 @@ export type CreateProviderOAuthTokenImportErrors = {
      */
     501: Error;
     /**
+     * An upstream server (MCP server, OAuth provider) failed.
+     */
+    502: Error;
+    /**
      * The server cannot reach its database right now (an outage, a restart or a failover), so the request did not complete; retry after the number of seconds in `Retry-After`. The server recovers by itself when the database is back.
      */
     503: Error;

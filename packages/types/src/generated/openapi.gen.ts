@@ -17,7 +17,7 @@ export interface paths {
         put?: never;
         /**
          * Import an OAuth token
-         * @description Imports an OAuth access token obtained elsewhere, stored encrypted, as the credentials of a connection, and returns the import, `active` (or `expired` if `expires_at` is already past). Exactly one of `server_deployment_id` and `connection_id` must be given; both or neither is a 400 (`bad_request`) whose message says so. With `server_deployment_id`, a new auth config of type `oauth_manual` is created for the deployment (a provider without an `oauth` auth method is a 400); with `connection_id`, the token replaces that auth config's credentials and the connection's earlier active import becomes `revoked`; a connection whose auth method is not `oauth` is a 400. An unknown deployment or connection (or another tenant's) is a 404. The response is the only one that includes `id_token`.
+         * @description Imports an OAuth access token obtained elsewhere, stored encrypted, as the credentials of a connection, and returns the import, `active` (or `expired` if `expires_at` is already past). Exactly one of `server_deployment_id` and `connection_id` must be given; both or neither is a 400 (`bad_request`) whose message says so. With `server_deployment_id`, a new auth config of type `oauth_manual` is created for the deployment on its provider's first `oauth` or `mcp_oauth` auth method (a provider with neither is a 400); with `connection_id`, the token replaces that auth config's credentials and the connection's earlier active import becomes `revoked`; a connection whose auth method is not `oauth` or `mcp_oauth` is a 400. An `mcp_oauth` connection is bound to the issuer of its MCP server's authorization server, as a sign-in binds it: one not bound yet is bound to the issuer discovered from the server (RFC 9728 then RFC 8414 or OpenID discovery), and a server whose authorization server cannot be discovered is a 502. An unknown deployment or connection (or another tenant's) is a 404. The response is the only one that includes `id_token`.
          */
         post: operations["createProviderOAuthTokenImport"];
         delete?: never;
@@ -7626,6 +7626,24 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description An upstream server (MCP server, OAuth provider) failed. */
+        BadGateway: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "__typename": "error",
+                 *       "ok": false,
+                 *       "status": 502,
+                 *       "code": "bad_gateway",
+                 *       "message": "The upstream MCP server answered with an error."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /**
@@ -7760,6 +7778,7 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["InternalServerError"];
             501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -1,10 +1,11 @@
 import { ApiError } from "@toolplane/server-stubs";
 import type { components } from "@toolplane/types";
 import type { Db } from "../../db/database.ts";
-import type { CredentialData, Row } from "../../db/schema.ts";
+import type { CredentialData, DiscoveredOAuthServer, Row } from "../../db/schema.ts";
 import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { iso, isoOrNull, storableInstant } from "../../lib/time.ts";
+import { discover, McpOAuthError, remoteServerUrl } from "../../oauth/mcp-oauth.ts";
 import { sha256Hex } from "../../oauth/token-endpoint.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
 import { openCredential, sealCredential } from "../provider-auth-configs/credential-data.ts";
@@ -118,12 +119,21 @@ export class ProviderOAuthTokenImportService {
     const deployment = body.server_deployment_id
       ? await this.deployments.ref(instanceId, body.server_deployment_id)
       : undefined;
+    // An MCP OAuth connection is bound to the issuer discovered from its server (as the OAuth flow binds it),
+    // found before the transaction: discovery is a network call.
+    const target = deployment
+      ? { ...(await this.oauthMethod(deployment)), issuer: null, provider_deployment_id: deployment.id }
+      : await this.connection(this.db, instanceId, body.connection_id ?? "");
+    const server =
+      target.type === "mcp_oauth" && target.issuer === null
+        ? await this.discovered(target.provider_deployment_id)
+        : null;
     const id = newId("poti");
     const now = new Date();
     const row = await this.db.transaction().execute(async (trx) => {
       const connection = deployment
-        ? await this.newConnection(trx, deployment, body.note ?? null, now)
-        : await this.existingConnection(trx, instanceId, body.connection_id ?? "");
+        ? await this.newConnection(trx, deployment, target.id, server, body.note ?? null, now)
+        : await this.existingConnection(trx, instanceId, body.connection_id ?? "", server);
       await trx
         .updateTable("provider_oauth_token_imports")
         .set({ revoked_at: now, updated_at: now })
@@ -245,28 +255,51 @@ export class ProviderOAuthTokenImportService {
       .execute();
   }
 
-  /** A new `oauth_manual` connection for the deployment, on its provider's first OAuth method. */
-  private async newConnection(trx: Db, deployment: DeploymentRef, note: string | null, now: Date) {
-    const method = await trx
+  /** The provider's first OAuth or MCP OAuth method, which a new connection of the deployment uses. */
+  private async oauthMethod(deployment: DeploymentRef) {
+    const method = await this.db
       .selectFrom("provider_auth_methods")
-      .select("id")
+      .select(["id", "type"])
       .where("provider_id", "=", deployment.providerId)
-      .where("type", "=", "oauth")
+      .where("type", "in", ["oauth", "mcp_oauth"])
       .orderBy("id")
       .executeTakeFirst();
-    if (!method) {
-      throw new ApiError("invalid_data", `The provider of deployment ${deployment.id} has no OAuth auth method.`, {
-        entity: "body",
-        errors: [
-          {
-            code: "not_oauth",
-            message: "the deployment's provider has no oauth auth method",
-            path: ["server_deployment_id"],
-          },
-        ],
-      });
+    if (method) return method;
+    throw new ApiError("invalid_data", `The provider of deployment ${deployment.id} has no OAuth auth method.`, {
+      entity: "body",
+      errors: [
+        {
+          code: "not_oauth",
+          message: "the deployment's provider has no oauth or mcp_oauth auth method",
+          path: ["server_deployment_id"],
+        },
+      ],
+    });
+  }
+
+  /** The authorization server of the deployment's MCP server, or a 502 saying why it could not be found. */
+  private async discovered(deploymentId: string): Promise<DiscoveredOAuthServer> {
+    try {
+      return (await discover(await remoteServerUrl(this.db, deploymentId), fetch)).server;
+    } catch (err) {
+      if (!(err instanceof McpOAuthError)) throw err;
+      throw new ApiError(
+        "bad_gateway",
+        `The issuer to bind the token to could not be discovered from the deployment's MCP server: ${err.reason}`,
+        { entity: "body" },
+      );
     }
-    // Filled in by sealInto in the same transaction.
+  }
+
+  /** A new `oauth_manual` connection for the deployment (filled in by sealInto in the same transaction). */
+  private newConnection(
+    trx: Db,
+    deployment: DeploymentRef,
+    methodId: string,
+    server: DiscoveredOAuthServer | null,
+    note: string | null,
+    now: Date,
+  ) {
     return trx
       .insertInto("provider_auth_configs")
       .values({
@@ -274,12 +307,14 @@ export class ProviderOAuthTokenImportService {
         instance_id: deployment.instanceId,
         provider_id: deployment.providerId,
         provider_deployment_id: deployment.id,
-        provider_auth_method_id: method.id,
+        provider_auth_method_id: methodId,
         provider_auth_credentials_id: null,
         type: "oauth_manual",
         status: "pending",
         status_reason: null,
         credential_ciphertext: null,
+        issuer: server?.issuer ?? null,
+        oauth_server: server && JSON.stringify(server),
         expires_at: null,
         name: note ?? "Imported OAuth token",
         description: null,
@@ -291,21 +326,40 @@ export class ProviderOAuthTokenImportService {
       .executeTakeFirstOrThrow();
   }
 
-  private async existingConnection(trx: Db, instanceId: string, connectionId: string) {
-    const row = await trx
+  /** An OAuth or MCP OAuth connection of the instance, with its method type and the issuer it is bound to. */
+  private async connection(db: Db, instanceId: string, connectionId: string, lock = false) {
+    let query = db
       .selectFrom("provider_auth_configs as c")
       .innerJoin("provider_auth_methods as m", "m.id", "c.provider_auth_method_id")
-      .select(["c.id", "c.provider_deployment_id", "m.type"])
+      .select(["c.id", "c.provider_deployment_id", "c.issuer", "m.type"])
       .where("c.instance_id", "=", instanceId)
-      .where("c.id", "=", connectionId)
-      .forUpdate()
-      .executeTakeFirst();
+      .where("c.id", "=", connectionId);
+    if (lock) query = query.forUpdate();
+    const row = await query.executeTakeFirst();
     if (!row) throw ApiError.notFound("provider.auth_config", connectionId);
-    if (row.type !== "oauth") {
+    if (row.type !== "oauth" && row.type !== "mcp_oauth") {
       throw new ApiError("invalid_data", `Connection ${connectionId} uses a token auth method, not OAuth.`, {
         entity: "body",
         errors: [{ code: "not_oauth", message: "is not an OAuth connection", path: ["connection_id"] }],
       });
+    }
+    return row;
+  }
+
+  /** The connection, locked; an MCP OAuth one not bound yet is bound to `server`'s issuer. */
+  private async existingConnection(
+    trx: Db,
+    instanceId: string,
+    connectionId: string,
+    server: DiscoveredOAuthServer | null,
+  ) {
+    const row = await this.connection(trx, instanceId, connectionId, true);
+    if (server && row.issuer === null) {
+      await trx
+        .updateTable("provider_auth_configs")
+        .set({ issuer: server.issuer, oauth_server: JSON.stringify(server) })
+        .where("id", "=", row.id)
+        .execute();
     }
     return row;
   }

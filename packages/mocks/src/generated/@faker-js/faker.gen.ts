@@ -2230,6 +2230,8 @@ export const fakeCreateProviderOAuthTokenImportResponse500 = (options?: Options)
 
 export const fakeCreateProviderOAuthTokenImportResponse501 = (options?: Options): CreateProviderOAuthTokenImportErrors[501] => fakeError(options);
 
+export const fakeCreateProviderOAuthTokenImportResponse502 = (options?: Options): CreateProviderOAuthTokenImportErrors[502] => fakeError(options);
+
 export const fakeCreateProviderOAuthTokenImportResponse503 = (options?: Options): CreateProviderOAuthTokenImportErrors[503] => fakeError(options);
 
 export const fakeGetProviderOAuthTokenImportRequest = (options?: Options): Omit<GetProviderOAuthTokenImportData, 'url'> => {
