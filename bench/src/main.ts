@@ -40,7 +40,7 @@ import {
   type Machine,
   markdownTable,
 } from "./report.ts";
-import { buildServer, measureRestart } from "./restart.ts";
+import { buildServer, cpuMs, measureRestart } from "./restart.ts";
 import { Target } from "./targets.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -516,7 +516,16 @@ async function mcpFigures(figures: FigureResult[], profileDir?: string) {
         log(
           `figure 4: tools/call, ${Object.keys(legs).length} clients, ${settings.latency.rounds} × ${settings.latency.perRound} calls each in turns`,
         );
+        // The CPU time each gateway process spends per call, read around the comparison (the gateway serves only
+        // its four legs meanwhile, the peer only its one): unlike latency, hardly moved by other load on the machine.
+        const cpuBefore = { ours: cpuMs(target.ready.pid), peer: cpuMs(peer.pid) };
         const latency = await compareCallLatency(legs, settings.latency);
+        const callsPerLeg = settings.latency.warmup + settings.latency.rounds * settings.latency.perRound;
+        const cpuPerCall = {
+          ours: (cpuMs(target.ready.pid) - cpuBefore.ours) / (Object.keys(gateway).length * callsPerLeg),
+          peer: (cpuMs(peer.pid) - cpuBefore.peer) / callsPerLeg,
+        };
+        log(`  CPU per call: our gateway ${fmt.ms(cpuPerCall.ours)}, mcp-hub ${fmt.ms(cpuPerCall.peer)}`);
         for (const [name, l] of Object.entries(latency)) {
           log(`  ${name}: p50 ${fmt.ms(l.p50Ms)}, p99 ${fmt.ms(l.p99Ms)}${l.failures ? `, ${l.failures} failed` : ""}`);
         }
@@ -540,6 +549,18 @@ async function mcpFigures(figures: FigureResult[], profileDir?: string) {
           ...(peerLatency.status === "invalid"
             ? {}
             : { status: (ours.value ?? Infinity) < (peerLatency.value ?? 0) && oursP99 < peerP99 ? "pass" : "miss" }),
+        });
+
+        figures.push({
+          id: `4i ${database}`,
+          title:
+            "CPU time of the gateway process per tools/call, 1 in flight: ours (the four pairs of 4a–4d) vs mcp-hub (4e)",
+          measured: `${fmt.ms(cpuPerCall.ours)} vs ${fmt.ms(cpuPerCall.peer)} per call`,
+          value: cpuPerCall.ours / cpuPerCall.peer,
+          display: fmt.ratio(cpuPerCall.ours / cpuPerCall.peer),
+          target: "≤ 1× (no more than the peer)",
+          status: check(cpuPerCall.ours / cpuPerCall.peer, "<=", 1),
+          data: cpuPerCall,
         });
 
         const load = {

@@ -113,6 +113,8 @@ export interface Peer {
   url: string;
   /** The upstream's echo tool as the hub names it (`<server>__<tool>`). */
   tool: string;
+  /** The hub's process, whose CPU time figure 4i reads. */
+  pid: number;
   close(): Promise<void>;
 }
 
@@ -138,7 +140,12 @@ export async function startPeer(root: string, upstream: Upstream, dir: string): 
     };
     return health.state === "ready" && health.servers?.[0]?.status === "connected";
   });
-  return { url: `${base}/mcp`, tool: `everything__${upstream.call.tool}`, close: () => stop(child) };
+  return {
+    url: `${base}/mcp`,
+    tool: `everything__${upstream.call.tool}`,
+    pid: child.pid ?? 0,
+    close: () => stop(child),
+  };
 }
 
 /** A catalog entry (YAML is a superset of JSON) for a provider served by the upstream. */

@@ -3,8 +3,14 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import type { FetchLike } from "@modelcontextprotocol/client";
 
-// Kept-alive sockets per upstream origin, shared by every upstream connection of the process.
-const agents = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
+// Kept-alive sockets per upstream origin, shared by every upstream connection of the process. A socket left idle
+// for IDLE_SOCKET_MS is closed by us, before the server's keep-alive timeout (Node's and Express's default is 5 s)
+// closes it under a request we just wrote on it.
+const IDLE_SOCKET_MS = 4_000;
+const agents = {
+  "http:": new HttpAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
+  "https:": new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
+};
 const REDIRECT = new Set([301, 302, 303, 307, 308]);
 const NULL_BODY = new Set([204, 205, 304]);
 
@@ -37,32 +43,39 @@ export const upstreamFetch: FetchLike = (input, init = {}) => {
   if (body !== undefined) headers["content-length"] = Buffer.byteLength(body);
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
 
-  return new Promise<Response>((resolve, reject) => {
-    let settled = false;
-    const onAbort = () => {
-      request.destroy(signal?.reason instanceof Error ? signal.reason : new DOMException("aborted", "AbortError"));
-    };
-    const done = () => signal?.removeEventListener("abort", onAbort);
-    const request = send(url, { method: init.method ?? "GET", headers, agent }, (response) => {
-      if (REDIRECT.has(response.statusCode ?? 0) && response.headers.location) {
-        response.resume();
-        done();
+  const attempt = (retried: boolean): Promise<Response> =>
+    new Promise<Response>((resolve, reject) => {
+      let settled = false;
+      const onAbort = () => {
+        request.destroy(signal?.reason instanceof Error ? signal.reason : new DOMException("aborted", "AbortError"));
+      };
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      const request = send(url, { method: init.method ?? "GET", headers, agent }, (response) => {
+        if (REDIRECT.has(response.statusCode ?? 0) && response.headers.location) {
+          response.resume();
+          done();
+          settled = true;
+          resolve(fetch(input, init));
+          return;
+        }
         settled = true;
-        resolve(fetch(input, init));
-        return;
-      }
-      settled = true;
-      resolve(toResponse(response, done));
+        resolve(toResponse(response, done));
+      });
+      request.on("error", (error: NodeJS.ErrnoException) => {
+        done();
+        if (settled) return; // the body's stream reports it
+        settled = true;
+        if (signal?.aborted) reject(signal.reason);
+        // A kept-alive socket the server closed just as we wrote on it: the request never reached it, so it is sent
+        // once more on a new socket (Node's documented remedy; the bench's 16 clients met it between bursts).
+        else if (request.reusedSocket && !retried && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
+          resolve(attempt(true));
+        } else reject(new TypeError("fetch failed", { cause: error }));
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      request.end(body);
     });
-    request.on("error", (error) => {
-      done();
-      if (settled) return; // the body's stream reports it
-      settled = true;
-      reject(signal?.aborted ? signal.reason : new TypeError("fetch failed", { cause: error }));
-    });
-    signal?.addEventListener("abort", onAbort, { once: true });
-    request.end(body);
-  });
+  return attempt(false);
 };
 
 /** The node response as a fetch Response: an event stream streams, anything else is read whole first. */

@@ -28,6 +28,15 @@ beforeAll(async () => {
         res.writeHead(202).end();
       } else if (req.url === "/moved") {
         res.writeHead(307, { location: "/json" }).end();
+      } else if (req.url === "/drop-reused") {
+        // Ends a kept-alive socket on its second request without answering, as a server whose keep-alive
+        // timeout struck just then does; a request on a new socket is answered.
+        const socket = req.socket as typeof req.socket & { served?: number };
+        socket.served = (socket.served ?? 0) + 1;
+        if (socket.served > 1) socket.destroy();
+        else res.writeHead(200, { "content-type": "application/json" }).end('{"fresh":true}');
+      } else if (req.url === "/drop") {
+        req.socket.destroy();
       } else if (req.url === "/hang") {
         // never answers
       } else {
@@ -83,6 +92,18 @@ describe("upstreamFetch (node:http for the upstream transports)", () => {
     const events = await upstreamFetch(`${base}/events`, { signal: transportSignal });
     await events.text();
     expect(getEventListeners(transportSignal, "abort")).toHaveLength(0);
+  });
+
+  it("sends a request again once when the server closed the kept-alive socket it went out on", async () => {
+    expect(await (await upstreamFetch(`${base}/drop-reused`, { method: "POST", body: "1" })).json()).toEqual({
+      fresh: true,
+    });
+    // The second request goes out on the kept-alive socket, which the server drops: it is sent again on a new one.
+    expect(await (await upstreamFetch(`${base}/drop-reused`, { method: "POST", body: "2" })).json()).toEqual({
+      fresh: true,
+    });
+    // A request whose new socket is dropped is not sent again: it fails as fetch fails.
+    await expect(upstreamFetch(`${base}/drop`, { method: "POST", body: "3" })).rejects.toBeInstanceOf(TypeError);
   });
 
   it("rejects with the signal's reason when aborted, and with a TypeError when the server cannot be reached", async () => {
