@@ -409,6 +409,7 @@ export class OAuthFlowRunner {
             name: row.name ?? method.name,
             description: row.description,
             metadata: row.metadata === null ? null : JSON.stringify(row.metadata),
+            consumer_id: row.consumer_id,
             created_at: now,
             updated_at: now,
           })

@@ -86,6 +86,8 @@ export interface NewFlow {
   redirectUrl?: string | null;
   isEphemeral?: boolean;
   config?: OAuthFlowConfig;
+  /** The portal consumer the flow connects (their own auth config), if a portal started it. */
+  consumerId?: string;
 }
 
 /**
@@ -183,6 +185,7 @@ export class OAuthFlowStore {
         metadata: flow.metadata == null ? null : JSON.stringify(flow.metadata),
         redirect_url: flow.redirectUrl ?? null,
         config: JSON.stringify(flow.config ?? {}),
+        consumer_id: flow.consumerId ?? null,
         start_key: randomToken(),
         state_hash: null,
         state_used_at: null,
