@@ -137,12 +137,24 @@ describe("portal: a consumer's own OAuth connection", () => {
     expect(first.html).toContain("Connect your Protected Files account first");
     expect(await t.db.selectFrom("sessions").select("id").where("portal_id", "=", portalId).execute()).toEqual([]);
 
-    const returned = await signInAtProvider(alice, first.html);
+    let callbackUrl = "";
+    const returned = await signInAtProvider(alice, first.html, (url) => {
+      callbackUrl = url.href;
+    });
     expect(returned.status, returned.html).toBe(200);
     expect(returned.html).toContain("Your Protected Files account is connected");
     expect(returned.html).toContain(`--primary: ${BRAND.primary_color}`);
     const a = await finish(alice, returned, portalId, templateId);
     expect(await whoami(a)).toBe("hello from behind OAuth");
+
+    // Her used sign-in link and a replayed callback both end on the portal's own page, never a second auth config.
+    for (const used of [signInLink(first.html), callbackUrl]) {
+      const res = await fetch(used, { redirect: "manual" });
+      expect(res.status).toBe(302);
+      const landing = await alice.get(res.headers.get("location") ?? "");
+      expect(landing.html).toContain(`<p class="brand">${BRAND.name}</p>`);
+      expect(landing.html).toContain("Your Protected Files account is connected");
+    }
 
     // The auth config is Alice's, visible through the API with its consumer; so is the setup session.
     const configs = await unwrap(
