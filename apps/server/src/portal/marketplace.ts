@@ -25,7 +25,19 @@ export interface MarketplaceTemplate {
   id: string;
   name: string;
   description: string | null;
-  providers: { name: string; description: string | null; tools: CatalogTool[] }[];
+  providers: MarketplaceProvider[];
+}
+
+export interface MarketplaceProvider {
+  name: string;
+  description: string | null;
+  tools: CatalogTool[];
+  deploymentId: string;
+  /**
+   * Set when the provider needs the consumer's own OAuth connection (the template names no auth config for it and
+   * its provider signs in with OAuth): the method a setup session runs, and the consumer's own active auth config.
+   */
+  ownAccount: { methodId: string; authConfigId: string | null } | null;
 }
 
 export interface ConsumerSessionView {
@@ -88,7 +100,29 @@ export class Marketplace {
       .leftJoin("provider_versions as v", (join) =>
         join.on(sql<boolean>`v.id = coalesce(d.locked_version_id, p.current_version_id)`),
       )
-      .select(["tp.session_template_id", "p.name", "p.description", "v.tools", "tp.tool_filters"])
+      // The provider's first OAuth method (the one a setup session defaults to), when the template names no auth
+      // config: the consumer connects their own account with it.
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom("provider_auth_methods as m")
+            .select("m.id as method_id")
+            .whereRef("m.provider_id", "=", "tp.provider_id")
+            .where("m.type", "in", ["oauth", "mcp_oauth"])
+            .orderBy("m.id")
+            .limit(1)
+            .as("m"),
+        (join) => join.on("tp.provider_auth_config_id", "is", null),
+      )
+      .select([
+        "tp.session_template_id",
+        "tp.provider_deployment_id",
+        "p.name",
+        "p.description",
+        "v.tools",
+        "tp.tool_filters",
+        "m.method_id",
+      ])
       .where(
         "tp.session_template_id",
         "in",
@@ -96,6 +130,10 @@ export class Marketplace {
       )
       .orderBy("tp.id")
       .execute();
+    const own = await this.ownAuthConfigs(
+      consumer.id,
+      providers.filter((p) => p.method_id).map((p) => p.provider_deployment_id),
+    );
     return templates.map(
       (t): MarketplaceTemplate => ({
         ...t,
@@ -104,7 +142,15 @@ export class Marketplace {
           .map((p) => {
             const allowed = p.tool_filters?.tool_keys;
             const tools = (p.tools ?? []).filter((tool) => !allowed || allowed.includes(tool.name));
-            return { name: p.name, description: p.description, tools };
+            return {
+              name: p.name,
+              description: p.description,
+              tools,
+              deploymentId: p.provider_deployment_id,
+              ownAccount: p.method_id
+                ? { methodId: p.method_id, authConfigId: own.get(p.provider_deployment_id) ?? null }
+                : null,
+            };
           }),
       }),
     );
@@ -120,14 +166,14 @@ export class Marketplace {
     if (portal.status !== "active") throw new ApiError("not_found", "This portal is not available.");
     const [template] = await this.templates(portal.id, who.consumer, templateId);
     if (!template) throw new ApiError("not_found", "You have no access to this server on this portal.");
-    const { own, missing } = await this.ownConnections(who.consumer.id, template.id);
-    if (missing) {
+    const missing = template.providers.find((p) => p.ownAccount && !p.ownAccount.authConfigId);
+    if (missing?.ownAccount) {
       const back = new URL(`${this.publicUrl}/p/${portal.id}/templates/${template.id}/connected`);
       if (name) back.searchParams.set("name", name);
       const setup = await this.setupSessions.create(
-        await this.deployments.ref(portal.instance_id, missing.provider_deployment_id),
+        await this.deployments.ref(portal.instance_id, missing.deploymentId),
         {
-          providerAuthMethodId: missing.method_id,
+          providerAuthMethodId: missing.ownAccount.methodId,
           name: `${template.name} (portal connection)`,
           redirectUrl: back.href,
         },
@@ -135,6 +181,11 @@ export class Marketplace {
       );
       return { type: "connect", url: setup.url ?? "", providerName: missing.name };
     }
+    const own = new Map(
+      template.providers.flatMap((p): [string, string][] =>
+        p.ownAccount?.authConfigId ? [[p.deploymentId, p.ownAccount.authConfigId]] : [],
+      ),
+    );
     const session = await this.sessions.create(
       portal.instance_id,
       { name: name ?? template.name, providers: { session_template_id: template.id } },
@@ -149,47 +200,21 @@ export class Marketplace {
     return { type: "session", session };
   }
 
-  /**
-   * The consumer's own active auth configs for the template's providers that need one (no auth config of the
-   * template's, an `oauth` or `mcp_oauth` method), newest first per deployment, and the first deployment still
-   * missing one. Only auth configs bound to this consumer are ever picked.
-   */
-  private async ownConnections(consumerId: string, templateId: string) {
-    // Each provider's first OAuth method, the one a setup session defaults to as well.
-    const needed = await this.db
-      .selectFrom("session_template_providers as tp")
-      .innerJoin("providers as p", "p.id", "tp.provider_id")
-      .innerJoinLateral(
-        (eb) =>
-          eb
-            .selectFrom("provider_auth_methods as m")
-            .select("m.id as method_id")
-            .whereRef("m.provider_id", "=", "tp.provider_id")
-            .where("m.type", "in", ["oauth", "mcp_oauth"])
-            .orderBy("m.id")
-            .limit(1)
-            .as("m"),
-        (join) => join.onTrue(),
-      )
-      .select(["tp.provider_deployment_id", "p.name", "m.method_id"])
-      .where("tp.session_template_id", "=", templateId)
-      .where("tp.provider_auth_config_id", "is", null)
-      .orderBy("tp.id")
-      .execute();
-    const deploymentIds = [...new Set(needed.map((n) => n.provider_deployment_id))];
+  /** The consumer's own active auth configs for these deployments, the newest per deployment; never another's. */
+  private async ownAuthConfigs(consumerId: string, deploymentIds: string[]): Promise<Map<string, string>> {
     const configs = deploymentIds.length
       ? await this.db
           .selectFrom("provider_auth_configs")
           .select(["id", "provider_deployment_id"])
           .where("consumer_id", "=", consumerId)
-          .where("provider_deployment_id", "in", deploymentIds)
+          .where("provider_deployment_id", "in", [...new Set(deploymentIds)])
           .where("status", "=", "active")
           .orderBy("id", "desc")
           .execute()
       : [];
     const own = new Map<string, string>();
     for (const c of configs) if (!own.has(c.provider_deployment_id)) own.set(c.provider_deployment_id, c.id);
-    return { own, missing: needed.find((n) => !own.has(n.provider_deployment_id)) };
+    return own;
   }
 
   /** A setup session the portal ran for this consumer (another consumer's, or an unknown id, is undefined). */

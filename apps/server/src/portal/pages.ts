@@ -226,6 +226,7 @@ ${t.providers.map(
   (
     p,
   ) => html`<p><strong>${p.name}</strong>${p.description ? html` <span class="muted">— ${p.description}</span>` : ""}</p>
+${p.ownAccount ? html`<p class="muted">Uses your own ${p.name} account${p.ownAccount.authConfigId ? " (connected)" : ": you sign in to it when you connect"}.</p>` : ""}
 ${p.tools.length ? html`<details><summary>${p.tools.length} tool${p.tools.length === 1 ? "" : "s"}</summary><ul class="tools">${p.tools.map((tool) => html`<li><code>${tool.name}</code>${tool.description ? html` — ${tool.description}` : ""}</li>`)}</ul></details>` : ""}`,
 )}
 ${memberForm(

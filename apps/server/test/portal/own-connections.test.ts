@@ -131,6 +131,9 @@ describe("portal: a consumer's own OAuth connection", () => {
     ).items;
     const [aliceId, bobId] = consumers.map((c) => c.id);
 
+    const NEEDED = "Uses your own Protected Files account: you sign in to it when you connect.";
+    const CONNECTED = "Uses your own Protected Files account (connected).";
+    expect((await alice.get(`/p/${portalId}`)).html).toContain(NEEDED);
     // Alice chooses the template: she is sent to sign in at the provider first, through a link (not a redirect).
     const first = await choose(alice, portalId, templateId, "My files");
     expect(first.status).toBe(200);
@@ -180,6 +183,7 @@ describe("portal: a consumer's own OAuth connection", () => {
     expect(session).toMatchObject({ name: "My files", consumer_id: aliceId });
 
     // Her next connection reuses her own auth config: no second sign-in at the provider.
+    expect((await alice.get(`/p/${portalId}`)).html).toContain(CONNECTED);
     const codeGrants = () => as.grants.filter((g) => g === "authorization_code").length;
     const before = codeGrants();
     const again = connectionOf(await choose(alice, portalId, templateId));
@@ -187,6 +191,7 @@ describe("portal: a consumer's own OAuth connection", () => {
     expect(codeGrants()).toBe(before);
 
     // Bob is not lent Alice's connection: he is sent to sign in himself, and her return page is not his.
+    expect((await bob.get(`/p/${portalId}`)).html).toContain(NEEDED);
     const bobFirst = await choose(bob, portalId, templateId);
     expect(bobFirst.status).toBe(200);
     expect(bobFirst.html).toContain("Connect your Protected Files account first");
