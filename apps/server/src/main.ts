@@ -12,6 +12,7 @@ import { createHttpServer } from "./http/server.ts";
 import { callLeaseMs, callsInFlight, failExpiredCalls } from "./mcp/gateway.ts";
 import { observeDatabasePool } from "./observability/metrics.ts";
 import { startTracing, stopTracing } from "./observability/tracing.ts";
+import { endSessionsOfExpiredSignIns } from "./resources/sessions/service.ts";
 import { upstreams } from "./runtimes/pool.ts";
 import { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 import { bundledSpec } from "./spec.ts";
@@ -90,6 +91,8 @@ const adminSocket =
 const expiredCallsSweep = async () => {
   const failed = await failExpiredCalls(database.db).catch(() => 0);
   if (failed > 0) logger.warn({ failed }, "failed tool calls whose server process stopped");
+  // Portal connections end with the sign-in they were made in (the gateway also ends one it is asked to serve).
+  await endSessionsOfExpiredSignIns(database.db).catch(() => []);
 };
 await expiredCallsSweep();
 const expiredCallsSweeper = setInterval(() => void expiredCallsSweep(), Math.max(1_000, callLeaseMs() / 3));

@@ -347,6 +347,8 @@ export interface ProviderAuthConfigsTable {
   issuer: string | null;
   oauth_server: NullableJson<DiscoveredOAuthServer>;
   expires_at: NullableTimestamp;
+  /** The portal consumer whose own connection this is (made from a portal), or null. */
+  consumer_id: ColumnType<string | null, string | null | undefined, string | null>;
   name: string | null;
   description: string | null;
   metadata: NullableJson<JsonObject>;
@@ -485,6 +487,8 @@ export interface OAuthFlowsTable {
   oauth_server: NullableJson<DiscoveredOAuthServer>;
   /** A re-authentication link's flow: the auth config whose credentials it replaces instead of creating one. */
   repairs_provider_auth_config_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The portal consumer who started the flow from a portal: the auth config it creates is theirs. */
+  consumer_id: ColumnType<string | null, string | null | undefined, string | null>;
   expires_at: Timestamp;
   created_at: Timestamp;
   updated_at: Timestamp;

@@ -242,7 +242,7 @@ export class OAuthFlowRunner {
           .executeTakeFirst()
       : undefined;
     if (!row) return this.foreignState(cookieFlowId);
-    if (row.state_used_at || row.status !== "opened") return alreadyUsed;
+    if (row.state_used_at || row.status !== "opened") return this.endedFor(row, alreadyUsed);
     const expired = await this.endedPage(row);
     if (expired) return expired;
     // Single use: only the request that stamps state_used_at goes on; a replay finds it stamped.
@@ -255,7 +255,7 @@ export class OAuthFlowRunner {
       .where("status", "=", "opened")
       .returningAll()
       .executeTakeFirst();
-    if (!claimed) return alreadyUsed;
+    if (!claimed) return this.endedFor(row, alreadyUsed);
     if (query.error !== undefined) {
       const code = oauthErrorCode(query.error);
       const reason =
@@ -350,7 +350,16 @@ export class OAuthFlowRunner {
     const { status } = effectiveStatus(row);
     if (status === "pending" || status === "opened") return undefined;
     if (status === "expired" && row.status !== "expired") return this.fail(row, "expired", EXPIRED_REASON, "expired");
-    return { type: "page", status: 410, title: "Setup ended", message: ENDED_TEXT[status] };
+    return this.endedFor(row, { type: "page", status: 410, title: "Setup ended", message: ENDED_TEXT[status] });
+  }
+
+  /**
+   * A portal's flow (one started for a consumer) ends on the portal's own page, in its brand, in whatever state it
+   * is found: the portal reads the outcome from the flow, not from the redirect. Other flows get this server's page.
+   */
+  private endedFor(row: FlowRow, page: PageResult): PageResult {
+    if (!row.consumer_id || !row.redirect_url) return page;
+    return this.outcome(row, { status: effectiveStatus(row).status === "completed" ? "completed" : "failed" });
   }
 
   private async markOpened(
@@ -443,6 +452,7 @@ export class OAuthFlowRunner {
               name: row.name ?? method.name,
               description: row.description,
               metadata: row.metadata === null ? null : JSON.stringify(row.metadata),
+              consumer_id: row.consumer_id,
               created_at: now,
               updated_at: now,
             })
@@ -477,7 +487,7 @@ export class OAuthFlowRunner {
         throw err;
       });
     if (finished instanceof McpOAuthError) return this.fail(row, finished.code, finished.reason);
-    if (finished instanceof FlowAlreadyFinished) return alreadyUsed;
+    if (finished instanceof FlowAlreadyFinished) return this.endedFor(row, alreadyUsed);
     this.deps.logger?.info(
       { flowId: row.id, kind: row.kind, providerAuthConfigId: authConfigId, type: data.kind },
       "OAuth setup completed",

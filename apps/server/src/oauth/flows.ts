@@ -88,6 +88,8 @@ export interface NewFlow {
   config?: OAuthFlowConfig;
   /** The auth config a re-authentication replaces the credentials of (see reauth.ts). */
   repairs?: string;
+  /** The portal consumer the flow connects (their own auth config), if a portal started it. */
+  consumerId?: string;
 }
 
 /**
@@ -185,6 +187,7 @@ export class OAuthFlowStore {
         metadata: flow.metadata == null ? null : JSON.stringify(flow.metadata),
         redirect_url: flow.redirectUrl ?? null,
         config: JSON.stringify(flow.config ?? {}),
+        consumer_id: flow.consumerId ?? null,
         start_key: randomToken(),
         state_hash: null,
         state_used_at: null,

@@ -3,9 +3,12 @@ import { ApiError } from "@toolplane/server-stubs";
 import express, { type ErrorRequestHandler, type Request, type Response, Router } from "express";
 import type { AppDeps } from "../app.ts";
 import type { Row } from "../db/schema.ts";
+import { OAuthFlowStore } from "../oauth/flows.ts";
 import { PortalConsumerService, type SignedIn } from "../resources/portal-consumers/service.ts";
 import { type InvitationRefusal, PortalInvitationService } from "../resources/portal-invitations/service.ts";
 import { PortalService } from "../resources/portals/service.ts";
+import { ProviderDeploymentService } from "../resources/provider-deployments/service.ts";
+import { ProviderSetupSessionService } from "../resources/provider-setup-sessions/service.ts";
 import { SessionService } from "../resources/sessions/service.ts";
 import { clientConfigs } from "./client-configs.ts";
 import {
@@ -77,7 +80,13 @@ export function portalRouter(deps: PortalPageDeps): Router {
   const consumers = new PortalConsumerService(deps.db, portals);
   const invitations = new PortalInvitationService(deps.db, portals, consumers);
   const sessions = new SessionService(deps.db, deps.publicUrl);
-  const market = new Marketplace(deps.db, sessions, deps.publicUrl);
+  const market = new Marketplace(
+    deps.db,
+    sessions,
+    deps.publicUrl,
+    new ProviderDeploymentService(deps.db),
+    new ProviderSetupSessionService(new OAuthFlowStore(deps.db), deps.publicUrl),
+  );
   const oidc = new OidcSignIn(portals, consumers);
   const secure = deps.publicUrl.startsWith("https:");
   const router = Router();
@@ -140,6 +149,8 @@ export function portalRouter(deps: PortalPageDeps): Router {
           nonce,
           base,
         };
+        // Failures thrown from here on are the portal's: its error page wears its brand.
+        res.locals.portalBrand = v.brand;
         if (!visitor || visitor.length < 40) {
           visitor = randomSecret();
           v.visitor = visitor;
@@ -215,6 +226,7 @@ ${t.providers.map(
   (
     p,
   ) => html`<p><strong>${p.name}</strong>${p.description ? html` <span class="muted">— ${p.description}</span>` : ""}</p>
+${p.ownAccount ? html`<p class="muted">Uses your own ${p.name} account${p.ownAccount.authConfigId ? " (connected)" : ": you sign in to it when you connect"}.</p>` : ""}
 ${p.tools.length ? html`<details><summary>${p.tools.length} tool${p.tools.length === 1 ? "" : "s"}</summary><ul class="tools">${p.tools.map((tool) => html`<li><code>${tool.name}</code>${tool.description ? html` — ${tool.description}` : ""}</li>`)}</ul></details>` : ""}`,
 )}
 ${memberForm(
@@ -247,7 +259,22 @@ ${calls.length ? html`<div class="card"><table><thead><tr><th>When</th><th>Conne
     memberPost(async (v) => {
       const name =
         typeof v.req.body.name === "string" && v.req.body.name.trim() ? v.req.body.name.trim().slice(0, 255) : null;
-      const session = await market.startSession(v.portal, v.who, pathId(v.req, "templateId"), name);
+      const started = await market.startSession(v.portal, v.who, pathId(v.req, "templateId"), name);
+      if (started.type === "connect") {
+        // A link, not a redirect: the page's CSP (form-action 'self') would stop a form's redirect to the provider.
+        send(
+          v,
+          200,
+          "Sign in first",
+          html`<div class="card notice"><h1>Connect your ${started.providerName} account first</h1>
+<p>This server works with your own ${started.providerName} account. Sign in there and allow access; you come back here to finish connecting. The account stays yours: nobody else on ${v.brand.name} uses it.</p>
+<p><a class="button" href="${started.url}">Sign in to ${started.providerName}</a></p>
+<p><a href="${v.base}">Back to the marketplace</a></p></div>`,
+          header(v),
+        );
+        return;
+      }
+      const { session } = started;
       const url = session.connection_url ?? "";
       const configs = clientConfigs(session.name ?? "toolplane", url, session.secret ?? "");
       send(
@@ -267,6 +294,46 @@ ${configs.map(
 <button type="button" data-copy="cfg-${i}">Copy</button></section>`,
 )}
 <p><a class="button" href="${v.base}">Back to the marketplace</a></p>`,
+        header(v),
+      );
+    }),
+  );
+
+  /** Where a consumer's own OAuth sign-in returns: finish the connection, or say why it failed. */
+  router.get(
+    "/p/:portalId/templates/:templateId/connected",
+    member(async (v) => {
+      const templateId = pathId(v.req, "templateId");
+      const query = new URL(v.req.originalUrl, deps.publicUrl).searchParams;
+      const flowId = query.get("provider_setup_session_id");
+      // The outcome is read from the setup session (it must be this consumer's), never from the query.
+      const flow = flowId && ID.test(flowId) ? await market.ownConnectionFlow(v.who.consumer.id, flowId) : undefined;
+      if (!flow) throw new ApiError("not_found", "This sign-in is not one of yours. Start again from the marketplace.");
+      const name = (query.get("name") ?? "").slice(0, 255);
+      const again = (label: string) =>
+        memberForm(
+          v,
+          `/templates/${templateId}/sessions`,
+          html`<input type="hidden" name="name" value="${name}"><button type="submit">${label}</button>`,
+        );
+      if (flow.status === "completed") {
+        send(
+          v,
+          200,
+          "Account connected",
+          html`<div class="card notice"><h1>Your ${flow.providerName} account is connected</h1>
+<p>Finish to get the connection URL for your AI client.</p>${again("Finish connecting")}</div>`,
+          header(v),
+        );
+        return;
+      }
+      send(
+        v,
+        400,
+        "Sign-in not completed",
+        html`<div class="card error"><h1>Your ${flow.providerName} sign-in was not completed</h1>
+<p>${flow.failureReason ?? "The sign-in was left before it finished."}</p>${again("Try again")}
+<p><a href="${v.base}">Back to the marketplace</a></p></div>`,
         header(v),
       );
     }),
@@ -370,8 +437,9 @@ ${configs.map(
     const title =
       status === 403 ? "Access denied" : status === 404 ? "Not found" : status < 500 ? "Cannot do that" : "Error";
     const nonce = String(res.getHeader("content-security-policy") ?? "").match(/'nonce-([^']+)'/)?.[1] ?? "";
+    const brand: Brand = res.locals.portalBrand ?? NO_BRAND;
     send(
-      { res, brand: NO_BRAND, nonce },
+      { res, brand, nonce },
       status,
       title,
       html`<div class="card error"><h1>${title}</h1><p>${message}</p>

@@ -5,8 +5,12 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { unwrap } from "@toolplane/client";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { firstText } from "../mcp/gateway-fixtures.ts";
-import { useTestServer } from "../support/fixture.ts";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import { deploymentRef, deployProvider, firstText } from "../mcp/gateway-fixtures.ts";
+import { loadTestCatalog } from "../support/catalog-fixtures.ts";
+import { expectCreated } from "../support/deployment-fixtures.ts";
+import { fixture, useTestServer } from "../support/fixture.ts";
+import { startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
 import { startTestUpstream, type TestUpstream } from "../support/upstream-server.ts";
 import { startOidcProvider, type TestOidcProvider } from "./oidc-provider.ts";
 import { grant, invite, templateOf } from "./support.ts";
@@ -19,6 +23,8 @@ const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1280, height: 900 };
 
 const t = useTestServer({ linksToOwnPort: true });
+/** An MCP server behind a real authorization server: the template each consumer connects their own account to. */
+const as = fixture(startMcpOAuthServers, (servers) => servers.close());
 let upstream: TestUpstream;
 let idp: TestOidcProvider;
 let browser: Browser;
@@ -71,11 +77,12 @@ afterAll(async () => {
   await browser?.close();
   await idp?.close();
   await upstream?.close();
+  await upstreams.closeAll();
 });
 
 async function newContext(viewport = PHONE): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport });
-  const allowed = new Set([new URL(t.url).host, new URL(idp.issuer).host]);
+  const allowed = new Set([new URL(t.url).host, new URL(idp.issuer).host, new URL(as.issuer).host]);
   await context.route("**/*", (route) => {
     const url = new URL(route.request().url());
     if (url.protocol === "data:" || allowed.has(url.host)) return route.continue();
@@ -171,6 +178,71 @@ describe("portal in a real browser (Chromium)", () => {
     await expect.poll(() => denied.getByRole("heading", { name: "Access denied" }).count()).toBe(1);
     await shot(denied, "09-group-denied");
     await other.close();
+    await context.close();
+    expect(external).toEqual([]);
+  }, 90_000);
+
+  it("sends a consumer to connect their own account first, then hands out the connection", async () => {
+    const slug = "browser-protected-files";
+    const loaded = await loadTestCatalog(t.db, [
+      {
+        slug,
+        name: "Protected Files",
+        publisher: { slug: "toolplane-tests", name: "Toolplane tests" },
+        current_version: "1.0.0",
+        versions: [
+          {
+            version: "1.0.0",
+            status: "released",
+            runtime: { type: "remote", url: as.mcpUrl, protocol: "streamable_http" },
+            config_schema: { type: "object", properties: {}, additionalProperties: false },
+            tools: [{ name: "whoami", description: "Who the access token belongs to." }],
+          },
+        ],
+        auth_methods: [{ key: "mcp", type: "mcp_oauth", name: "Sign in" }],
+      },
+    ]);
+    const deployment = (await deployProvider(t.client, loaded[slug]?.providerId ?? "", slug)) as { id: string };
+    const template = (await expectCreated(
+      t.client.POST("/session-templates", {
+        body: { name: "Files", providers: [{ provider_deployment: deploymentRef(deployment.id) }] } as never,
+      }),
+    )) as { id: string };
+    await grant(t.tenant, portalId, "file-users", template.id);
+
+    const context = await newContext();
+    const page = await context.newPage();
+    await page.goto((await invite(t.tenant, portalId, "file-users")).url ?? "");
+    await page.getByRole("button", { name: "Accept and sign in" }).click();
+    await page.waitForURL(`${t.url}/p/${portalId}`);
+    await page.getByRole("button", { name: "Connect Files" }).click();
+    await expect
+      .poll(() => page.getByRole("heading", { name: "Connect your Protected Files account first" }).count())
+      .toBe(1);
+    await shot(page, "10-connect-own-account");
+    // Our setup-session page, the authorization server (which approves at once), our callback, back to the portal.
+    await page.getByRole("link", { name: "Sign in to Protected Files" }).click();
+    await page.waitForURL(new RegExp(`/p/${portalId}/templates/${template.id}/connected\\?`));
+    await expect
+      .poll(() => page.getByRole("heading", { name: "Your Protected Files account is connected" }).count())
+      .toBe(1);
+    await shot(page, "11-own-account-connected");
+    await page.getByRole("button", { name: "Finish connecting" }).click();
+    await page.waitForURL(`${t.url}/p/${portalId}/templates/${template.id}/sessions`);
+    await shot(page, "12-connected-with-own-account");
+    const url = (await page.locator("#url").textContent()) ?? "";
+    const secret = (await page.locator("#secret").textContent()) ?? "";
+
+    const mcp = new Client({ name: "browser-test", version: "1.0.0" });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { Authorization: `Bearer ${secret}` } },
+      }),
+    );
+    const { tools } = await mcp.listTools();
+    const whoami = tools.find((tool) => tool.name.endsWith("whoami"))?.name ?? "whoami";
+    expect(firstText(await mcp.callTool({ name: whoami }))).toBe("hello from behind OAuth");
+    await mcp.close();
     await context.close();
     expect(external).toEqual([]);
   }, 90_000);

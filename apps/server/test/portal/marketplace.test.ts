@@ -2,6 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { unwrap } from "@toolplane/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endSessionsOfExpiredSignIns } from "../../src/resources/sessions/service.ts";
 import { firstText, initializeBody, mcpHeaders } from "../mcp/gateway-fixtures.ts";
 import { useTestServer } from "../support/fixture.ts";
 import { startTestUpstream, type TestUpstream } from "../support/upstream-server.ts";
@@ -50,6 +51,8 @@ describe("portal pages", () => {
     expect(unknown.status).toBe(404);
     expect(unknown.res.headers.get("content-type")).toMatch(/^text\/html/);
     expect(unknown.html).toContain("Portal not found");
+    // No portal to speak for: the neutral brand.
+    expect(unknown.html).toContain('<p class="brand">Toolplane</p>');
     const { portal } = await marketplace("Archived");
     await unwrap(
       t.client.PATCH("/portals/{portal_id}", {
@@ -156,6 +159,9 @@ describe("portal pages", () => {
     const bobToken = csrfOf(bobPage.html, `/p/${portal.id}/sign-out`);
     const probe = await bob.post(renameAction, { csrf: bobToken, name: "hijacked" });
     expect(probe.status).toBe(404);
+    // The refusal is the portal's own page, in its brand.
+    expect(probe.html).toContain('<p class="brand">Owners Tools</p>');
+    expect(probe.html).toContain("--primary: #0b6e4f");
     expect((await bob.post(`/p/${portal.id}/sessions/${mine.sessionId}/end`, { csrf: bobToken })).status).toBe(404);
     // Ids that are not ids (a NUL, stray text) are unknown too, not an error.
     expect((await bob.post(`/p/${portal.id}/sessions/x%00y/end`, { csrf: bobToken })).status).toBe(404);
@@ -216,6 +222,7 @@ describe("portal pages", () => {
     const expiredPage = await visitor.get(new URL(expired.url ?? "").pathname);
     expect(expiredPage.status).toBe(410);
     expect(expiredPage.html).toContain("Invitation expired");
+    expect(expiredPage.html).toContain('<p class="brand">Expiry Tools</p>');
 
     const revoked = await invite(t.tenant, portal.id, group);
     const withdrawn = await unwrap(
@@ -233,8 +240,8 @@ describe("portal pages", () => {
     );
   });
 
-  it("ends sign-ins at their expiry", async () => {
-    const { portal, group } = await marketplace("Lifetime");
+  it("ends sign-ins at their expiry, and the connections made in them with them", async () => {
+    const { portal, template, group } = await marketplace("Lifetime");
     await unwrap(
       t.client.PATCH("/portals/{portal_id}", {
         params: { path: { portal_id: portal.id } },
@@ -250,6 +257,9 @@ describe("portal pages", () => {
     ).items;
     expect(signIn?.status).toBe("active");
     expect(Date.parse(signIn?.expires_at ?? "") - Date.parse(signIn?.created_at ?? "")).toBe(300_000);
+    const used = await connectTemplate(visitor, portal.id, template.id, "Used after expiry");
+    const idle = await connectTemplate(visitor, portal.id, template.id, "Idle after expiry");
+    expect(await mcpStatus(used.url, used.secret)).toBe(200);
     await t.db
       .updateTable("portal_consumer_sessions")
       .set({ expires_at: new Date(Date.now() - 1000) })
@@ -262,6 +272,25 @@ describe("portal pages", () => {
       }),
     );
     expect(listed.items.map((s) => s.id)).toEqual([signIn?.id]);
+
+    // A connection lives as long as the sign-in it was made in: served once more, it is ended instead.
+    expect(await mcpStatus(used.url, used.secret)).toBe(404);
+    const status = async (id: string) =>
+      (await unwrap(t.client.GET("/sessions/{session_id}", { params: { path: { session_id: id } } }))).status;
+    expect(await status(used.sessionId)).toBe("deleted");
+    // One nobody uses is ended by the server's periodic sweep.
+    expect(await status(idle.sessionId)).toBe("active");
+    expect(await endSessionsOfExpiredSignIns(t.db)).toEqual([idle.sessionId]);
+    expect(await status(idle.sessionId)).toBe("deleted");
+
+    // Signing out ends the connections made in that sign-in too.
+    const again = await signedInVisitor(portal.id, group);
+    const kept = await connectTemplate(again, portal.id, template.id);
+    const signOut = `/p/${portal.id}/sign-out`;
+    expect(
+      (await again.post(signOut, { csrf: csrfOf((await again.get(`/p/${portal.id}`)).html, signOut) })).status,
+    ).toBe(303);
+    expect(await mcpStatus(kept.url, kept.secret)).toBe(404);
   });
 
   it("stops a consumer's connection URLs at once when their sign-in, their access, they or the portal go", async () => {

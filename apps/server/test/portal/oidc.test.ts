@@ -21,6 +21,7 @@ beforeAll(async () => {
     t.client.PATCH("/portals/{portal_id}", {
       params: { path: { portal_id: portalId } },
       body: {
+        brand: { primary_color: "#7a1f5c" },
         auth: {
           oidc: {
             issuer: idp.issuer,
@@ -116,6 +117,8 @@ describe("portal single sign-on (OpenID Connect)", () => {
     expect(denied.status).toBe(403);
     expect(denied.res.headers.get("content-type")).toMatch(/^text\/html/);
     expect(denied.html).toContain("Access denied");
+    expect(denied.html).toContain('<p class="brand">SSO portal</p>');
+    expect(denied.html).toContain("--primary: #7a1f5c");
     const consumers = await unwrap(
       t.client.GET("/portals/{portal_id}/consumers", { params: { path: { portal_id: portalId } } }),
     );

@@ -1885,7 +1885,8 @@ export function providerSetupSessionExample() {
             provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yg',
             created_at: '2026-11-23T09:34:12.000Z',
             updated_at: '2026-11-23T09:34:12.000Z'
-        }
+        },
+        consumer_id: null
     };
 }
 
@@ -1932,6 +1933,7 @@ export function providerAuthConfigExample() {
         provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd',
         provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yh',
         provider_auth_credentials_id: 'par_01jqz7m3c8v4r2k9x5n6t0w1yf',
+        consumer_id: null,
         created_at: '2026-11-23T09:30:00.000Z',
         updated_at: '2026-11-23T09:30:00.000Z'
     };

@@ -3075,7 +3075,8 @@ export function handleCreateProviderSetupSession(response?: HandleCreateProvider
                 provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yg',
                 created_at: '2026-11-23T09:34:12.000Z',
                 updated_at: '2026-11-23T09:34:12.000Z'
-            }
+            },
+            consumer_id: null
         };
         if (body !== undefined) {
             return HttpResponse.json(body, { status: response?.status ?? 201 });
@@ -3132,7 +3133,8 @@ export function handleDeleteProviderSetupSession(response?: HandleDeleteProvider
                 provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yg',
                 created_at: '2026-11-23T09:34:12.000Z',
                 updated_at: '2026-11-23T09:34:12.000Z'
-            }
+            },
+            consumer_id: null
         };
         if (body !== undefined) {
             return HttpResponse.json(body, { status: response?.status ?? 200 });
@@ -3189,7 +3191,8 @@ export function handleGetProviderSetupSession(response?: HandleGetProviderSetupS
                 provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yg',
                 created_at: '2026-11-23T09:34:12.000Z',
                 updated_at: '2026-11-23T09:34:12.000Z'
-            }
+            },
+            consumer_id: null
         };
         if (body !== undefined) {
             return HttpResponse.json(body, { status: response?.status ?? 200 });
@@ -3246,7 +3249,8 @@ export function handleUpdateProviderSetupSession(response?: HandleUpdateProvider
                 provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yg',
                 created_at: '2026-11-23T09:34:12.000Z',
                 updated_at: '2026-11-23T09:34:12.000Z'
-            }
+            },
+            consumer_id: null
         };
         if (body !== undefined) {
             return HttpResponse.json(body, { status: response?.status ?? 200 });
@@ -3313,6 +3317,7 @@ export function handleCreateProviderAuthConfig(response?: HandleCreateProviderAu
             provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd',
             provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yh',
             provider_auth_credentials_id: 'par_01jqz7m3c8v4r2k9x5n6t0w1yf',
+            consumer_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -3354,6 +3359,7 @@ export function handleDeleteProviderAuthConfig(response?: HandleDeleteProviderAu
             provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd',
             provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yh',
             provider_auth_credentials_id: 'par_01jqz7m3c8v4r2k9x5n6t0w1yf',
+            consumer_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -3395,6 +3401,7 @@ export function handleGetProviderAuthConfig(response?: HandleGetProviderAuthConf
             provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd',
             provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yh',
             provider_auth_credentials_id: 'par_01jqz7m3c8v4r2k9x5n6t0w1yf',
+            consumer_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };
@@ -3436,6 +3443,7 @@ export function handleUpdateProviderAuthConfig(response?: HandleUpdateProviderAu
             provider_deployment_id: 'pde_01jqz7m3c8v4r2k9x5n6t0w1yd',
             provider_auth_method_id: 'pam_01jqz7m3c8v4r2k9x5n6t0w1yh',
             provider_auth_credentials_id: 'par_01jqz7m3c8v4r2k9x5n6t0w1yf',
+            consumer_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             updated_at: '2026-11-23T09:30:00.000Z'
         };

@@ -1870,7 +1870,7 @@ export type Session = {
      */
     provider_deployments: Array<SessionProviderDeploymentPreview>;
     /**
-     * The portal consumer (`pcn_…`) who started the session from a portal, or null for sessions created through the API. Such a session is deleted when the consumer is revoked, when their consumer session is revoked, or when their groups lose access to its template on the portal.
+     * The portal consumer (`pcn_…`) who started the session from a portal, or null for sessions created through the API. Such a session lives as long as the consumer session (sign-in) it was started in: it is deleted when that consumer session expires, is signed out of or is revoked, when the consumer is revoked, or when their groups lose access to its template on the portal.
      */
     consumer_id: string | null;
     created_at: Timestamp;
@@ -2507,6 +2507,10 @@ export type ProviderSetupSession = {
      * The auth config the session created; null until it is `completed`, and null if that auth config has been deleted since.
      */
     auth_config: ProviderSetupAuthConfig | null;
+    /**
+     * The portal consumer (`pcn_…`) a portal started the session for, when one of its templates needs the consumer's own OAuth connection; the auth config it creates is theirs (its `consumer_id`). Null for sessions created through this API.
+     */
+    consumer_id: string | null;
 };
 
 /**
@@ -2608,6 +2612,10 @@ export type ProviderAuthConfig = {
      * The auth credentials (OAuth client) used to obtain and refresh the tokens (`par_…`), or null when none is used (`manual` auth configs, or OAuth tokens imported without a client, which cannot be refreshed).
      */
     provider_auth_credentials_id: string | null;
+    /**
+     * The portal consumer (`pcn_…`) whose own connection this is, or null. A portal template provider without an auth config, whose provider signs in with OAuth (`oauth` or `mcp_oauth`), is connected per consumer: the portal runs a setup session for the consumer first, and the auth config it creates is theirs. The portal uses it for that consumer's sessions only, never another consumer's, and reuses it for their later connections; it is deleted when the consumer is revoked.
+     */
+    consumer_id: string | null;
     created_at: Timestamp;
     updated_at: Timestamp;
 };
@@ -3153,7 +3161,7 @@ export type PortalAuth = {
      */
     object: 'portal.auth';
     /**
-     * Lifetime of a consumer's portal session in seconds, 300 (5 minutes) to 2592000 (30 days); 86400 (one day) for new portals.
+     * Lifetime of a consumer's portal session (sign-in) in seconds, 300 (5 minutes) to 2592000 (30 days); 86400 (one day) for new portals. It is also the longest a connection made on the portal lasts: a session a consumer starts from a template lives as long as the sign-in it was started in, and is deleted (its `connection_url` answers 404) when that sign-in expires, is signed out of or is revoked. Signing in again and connecting again needs no new OAuth sign-in: the consumer's own auth configs outlive their sign-ins. So a person the identity provider no longer signs in loses their connections within one lifetime.
      */
     session_expiry_time_in_seconds: number;
     /**

@@ -4776,7 +4776,7 @@ export interface components {
             /** @description The session's providers that have not been removed, oldest first. */
             provider_deployments: components["schemas"]["SessionProviderDeploymentPreview"][];
             /**
-             * @description The portal consumer (`pcn_…`) who started the session from a portal, or null for sessions created through the API. Such a session is deleted when the consumer is revoked, when their consumer session is revoked, or when their groups lose access to its template on the portal.
+             * @description The portal consumer (`pcn_…`) who started the session from a portal, or null for sessions created through the API. Such a session lives as long as the consumer session (sign-in) it was started in: it is deleted when that consumer session expires, is signed out of or is revoked, when the consumer is revoked, or when their groups lose access to its template on the portal.
              * @example null
              */
             consumer_id: string | null;
@@ -5637,7 +5637,8 @@ export interface components {
          *         "provider_auth_method_id": "pam_01jqz7m3c8v4r2k9x5n6t0w1yg",
          *         "created_at": "2026-11-23T09:34:12.000Z",
          *         "updated_at": "2026-11-23T09:34:12.000Z"
-         *       }
+         *       },
+         *       "consumer_id": null
          *     }
          */
         ProviderSetupSession: {
@@ -5699,6 +5700,11 @@ export interface components {
             expires_at: string | null;
             /** @description The auth config the session created; null until it is `completed`, and null if that auth config has been deleted since. */
             auth_config: components["schemas"]["ProviderSetupAuthConfig"] | null;
+            /**
+             * @description The portal consumer (`pcn_…`) a portal started the session for, when one of its templates needs the consumer's own OAuth connection; the auth config it creates is theirs (its `consumer_id`). Null for sessions created through this API.
+             * @example null
+             */
+            consumer_id: string | null;
         };
         /**
          * @description A page of setup sessions.
@@ -5771,6 +5777,7 @@ export interface components {
          *       "provider_deployment_id": "pde_01jqz7m3c8v4r2k9x5n6t0w1yd",
          *       "provider_auth_method_id": "pam_01jqz7m3c8v4r2k9x5n6t0w1yh",
          *       "provider_auth_credentials_id": "par_01jqz7m3c8v4r2k9x5n6t0w1yf",
+         *       "consumer_id": null,
          *       "created_at": "2026-11-23T09:30:00.000Z",
          *       "updated_at": "2026-11-23T09:30:00.000Z"
          *     }
@@ -5829,6 +5836,11 @@ export interface components {
              * @example par_01jqz7m3c8v4r2k9x5n6t0w1yf
              */
             provider_auth_credentials_id: string | null;
+            /**
+             * @description The portal consumer (`pcn_…`) whose own connection this is, or null. A portal template provider without an auth config, whose provider signs in with OAuth (`oauth` or `mcp_oauth`), is connected per consumer: the portal runs a setup session for the consumer first, and the auth config it creates is theirs. The portal uses it for that consumer's sessions only, never another consumer's, and reuses it for their later connections; it is deleted when the consumer is revoked.
+             * @example null
+             */
+            consumer_id: string | null;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };
@@ -6698,7 +6710,7 @@ export interface components {
              */
             object: "portal.auth";
             /**
-             * @description Lifetime of a consumer's portal session in seconds, 300 (5 minutes) to 2592000 (30 days); 86400 (one day) for new portals.
+             * @description Lifetime of a consumer's portal session (sign-in) in seconds, 300 (5 minutes) to 2592000 (30 days); 86400 (one day) for new portals. It is also the longest a connection made on the portal lasts: a session a consumer starts from a template lives as long as the sign-in it was started in, and is deleted (its `connection_url` answers 404) when that sign-in expires, is signed out of or is revoked. Signing in again and connecting again needs no new OAuth sign-in: the consumer's own auth configs outlive their sign-ins. So a person the identity provider no longer signs in loses their connections within one lifetime.
              * @default 86400
              * @example 86400
              */

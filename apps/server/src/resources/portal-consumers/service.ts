@@ -8,7 +8,7 @@ import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { PortalService } from "../portals/service.ts";
-import { endSessions } from "../sessions/service.ts";
+import { endSessions, endSessionsOfExpiredSignIns } from "../sessions/service.ts";
 
 type Consumer = components["schemas"]["PortalConsumer"];
 type ConsumerSession = components["schemas"]["PortalConsumerSession"];
@@ -87,6 +87,9 @@ export class PortalConsumerService {
         .where("revoked_at", "is", null)
         .execute();
       await this.endSessionsWhere(trx, "consumer_id", id, "The portal consumer was revoked.");
+      // Their own OAuth connections (and sign-ins still under way) go with their access.
+      await trx.deleteFrom("oauth_flows").where("consumer_id", "=", id).execute();
+      await trx.deleteFrom("provider_auth_configs").where("consumer_id", "=", id).execute();
       return revoked;
     });
     return consumerToApi(row);
@@ -169,6 +172,7 @@ export class PortalConsumerService {
       throw new ApiError("forbidden", "Your access to this portal was revoked.", { entity: CONSUMER_ENTITY });
     }
     await this.endUnentitledSessions(trx, portal.id);
+    await endSessionsOfExpiredSignIns(trx, { portalId: portal.id });
     const token = `tpcs_${randomBytes(32).toString("base64url")}`;
     const consumerSessionId = newId("pcs");
     await trx

@@ -26,6 +26,7 @@ const toApi = (row: Row<"provider_auth_configs">): AuthConfig => ({
   provider_deployment_id: row.provider_deployment_id,
   provider_auth_method_id: row.provider_auth_method_id,
   provider_auth_credentials_id: row.provider_auth_credentials_id,
+  consumer_id: row.consumer_id,
   created_at: iso(row.created_at),
   updated_at: iso(row.updated_at),
 });

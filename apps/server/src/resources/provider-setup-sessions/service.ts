@@ -51,6 +51,7 @@ export class ProviderSetupSessionService {
       updated_at: iso(row.updated_at),
       expires_at: iso(row.expires_at),
       auth_config: row.provider_auth_config_id ? (embeds.authConfigs.get(row.provider_auth_config_id) ?? null) : null,
+      consumer_id: row.consumer_id,
     };
   }
 
@@ -99,7 +100,8 @@ export class ProviderSetupSessionService {
     return this.toApi(row, await this.flows.embeds([row]));
   }
 
-  async create(deployment: DeploymentRef, body: SetupSessionCreate) {
+  /** A portal names the consumer it connects: the auth config the session creates is theirs alone. */
+  async create(deployment: DeploymentRef, body: SetupSessionCreate, consumerId?: string) {
     const method = await this.flows.method(deployment, body.providerAuthMethodId, "providerAuthMethodId");
     if (method.type === "token" && body.providerAuthCredentialsId !== undefined) {
       throw new ApiError(
@@ -126,6 +128,7 @@ export class ProviderSetupSessionService {
       description: body.description ?? null,
       metadata: body.metadata ?? null,
       redirectUrl: body.redirectUrl ?? null,
+      consumerId,
     });
     return this.one(row);
   }

@@ -5,6 +5,7 @@ import { prepared } from "../../lib/prepared.ts";
 import type { GatewaySession, GatewaySessionProvider, LoadGatewaySession } from "../../mcp/gateway-session.ts";
 import type { SecretBox } from "../../secrets/secret-box.ts";
 import { configAad } from "../provider-configs/service.ts";
+import { endSessionsOfExpiredSignIns } from "./service.ts";
 
 /**
  * The gateway's view of a session, read fresh for every request: its providers that are not removed, each with the
@@ -47,7 +48,8 @@ export function gatewaySessionLoader(db: Db, secrets: SecretBox): LoadGatewaySes
             .as("sp"),
         (join) => join.onTrue(),
       )
-      .select(["s.id", "s.instance_id", "s.status", "s.secret_hash"])
+      .leftJoin("portal_consumer_sessions as cs", "cs.id", "s.consumer_session_id")
+      .select(["s.id", "s.instance_id", "s.status", "s.secret_hash", "cs.expires_at as sign_in_expires_at"])
       .selectAll("sp")
       .where("s.id", "=", p.sessionId)
       .orderBy("sp.sp_id"),
@@ -69,10 +71,16 @@ export function gatewaySessionLoader(db: Db, secrets: SecretBox): LoadGatewaySes
     const rows = (await db.executeQuery(query({ sessionId }))).rows;
     const session = rows[0];
     if (!session) return null;
+    let status = session.status;
+    // A portal connection whose sign-in expired ends now, in the database too (the periodic sweep may not have run).
+    if (status !== "deleted" && session.sign_in_expires_at && session.sign_in_expires_at.getTime() <= Date.now()) {
+      await endSessionsOfExpiredSignIns(db, { sessionId });
+      status = "deleted";
+    }
     return {
       id: session.id,
       instanceId: session.instance_id,
-      status: session.status,
+      status,
       secretHash: session.secret_hash,
       providers: rows.flatMap((r): GatewaySessionProvider[] =>
         r.sp_id && r.provider_id && r.slug && r.provider_deployment_id && r.version_id && r.runtime

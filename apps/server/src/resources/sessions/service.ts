@@ -75,11 +75,22 @@ export class SessionService {
     return this.one(await this.find(instanceId, id));
   }
 
-  /** Creates the session and its providers in one transaction; the response alone carries the secret. */
-  async create(instanceId: string, body: SessionCreate, origin?: ConsumerOrigin): Promise<Session> {
+  /**
+   * Creates the session and its providers in one transaction; the response alone carries the secret. A portal
+   * passes the consumer's own auth configs by deployment: they fill the providers that have none.
+   */
+  async create(
+    instanceId: string,
+    body: SessionCreate,
+    origin?: ConsumerOrigin,
+    ownAuthConfigs: ReadonlyMap<string, string> = new Map(),
+  ): Promise<Session> {
     const secret = `tpss_${randomBytes(24).toString("base64url")}`;
     const row = await this.db.transaction().execute(async (trx) => {
-      const providers = await resolveEntries(trx, instanceId, body.providers);
+      const providers = (await resolveEntries(trx, instanceId, body.providers)).map((p) => ({
+        ...p,
+        provider_auth_config_id: p.provider_auth_config_id ?? ownAuthConfigs.get(p.provider_deployment_id) ?? null,
+      }));
       if (providers.length === 0) {
         throw invalid("The session has no provider: every entry names a template without providers.", ["providers"]);
       }
@@ -238,6 +249,32 @@ export async function endSessions(trx: Db, ids: string[], message: string): Prom
     .execute();
   for (const { id } of ended) await failWaitingCalls(trx, "session_id", id, message);
   return ended.map((r) => r.id);
+}
+
+/**
+ * Ends the portal sessions whose consumer session (the sign-in they were started in) has expired: a connection made
+ * on a portal lasts as long as that sign-in (see `portal.auth.session_expiry_time_in_seconds`). Run when a session
+ * is served, when a consumer signs in to its portal, and periodically by the server; returns the ids it ended.
+ */
+export async function endSessionsOfExpiredSignIns(
+  db: Db,
+  scope: { portalId?: string; sessionId?: string } = {},
+): Promise<string[]> {
+  let query = db
+    .selectFrom("sessions as s")
+    .innerJoin("portal_consumer_sessions as cs", "cs.id", "s.consumer_session_id")
+    .select("s.id")
+    .where("s.consumer_session_id", "is not", null)
+    .where("s.status", "!=", "deleted")
+    .where("cs.expires_at", "<=", sql<Date>`now()`);
+  if (scope.portalId) query = query.where("s.portal_id", "=", scope.portalId);
+  if (scope.sessionId) query = query.where("s.id", "=", scope.sessionId);
+  const rows = await query.execute();
+  return endSessions(
+    db,
+    rows.map((r) => r.id),
+    "The portal sign-in the session was started in expired.",
+  );
 }
 
 /** Fails the tool calls of a session or session provider that still wait for their upstream. */

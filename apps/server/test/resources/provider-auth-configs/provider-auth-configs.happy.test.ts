@@ -57,6 +57,7 @@ describe("provider auth configs: happy paths", () => {
       provider_deployment_id: deployment.id,
       provider_auth_method_id: github.oauthMethodId,
       provider_auth_credentials_id: credentials.id,
+      consumer_id: null,
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
     });

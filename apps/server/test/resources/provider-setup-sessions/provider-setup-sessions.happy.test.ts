@@ -48,6 +48,7 @@ describe("provider setup sessions: an OAuth method", () => {
       provider_auth_method_id: provider.oauthMethodId,
       redirect_url: "https://app.example.test/connected",
       auth_config: null,
+      consumer_id: null,
     });
     expect(session.id).toMatch(/^pas_/);
     expect(session.url).toMatch(new RegExp(`^${t.url}/oauth/setup-sessions/${session.id}/start\\?token=`));

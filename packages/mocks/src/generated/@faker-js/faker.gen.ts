@@ -1379,7 +1379,8 @@ export const fakeProviderSetupSession = (options?: Options): ProviderSetupSessio
         created_at: fakeTimestamp(options),
         updated_at: fakeTimestamp(options),
         expires_at: f.datatype.boolean() ? f.date.recent().toISOString() : null,
-        auth_config: f.datatype.boolean() ? fakeProviderSetupAuthConfig(options) : null
+        auth_config: f.datatype.boolean() ? fakeProviderSetupAuthConfig(options) : null,
+        consumer_id: f.datatype.boolean() ? f.string.sample() : null
     };
 };
 
@@ -1436,6 +1437,7 @@ export const fakeProviderAuthConfig = (options?: Options): ProviderAuthConfig =>
         provider_deployment_id: f.datatype.boolean() ? f.string.sample() : null,
         provider_auth_method_id: f.string.sample(),
         provider_auth_credentials_id: f.datatype.boolean() ? f.string.sample() : null,
+        consumer_id: f.datatype.boolean() ? f.string.sample() : null,
         created_at: fakeTimestamp(options),
         updated_at: fakeTimestamp(options)
     };
