@@ -54,11 +54,16 @@ export function createHttpServer(app?: RequestListener, bounds: Partial<HttpServ
   return server;
 }
 
+/** Connections discarding a body after their answer: a request timeout there must not write a second answer. */
+const lingering = new WeakSet<Socket>();
+
 /**
  * See LINGER_MS. Node would read an unread body after the answer by itself, but without a bound, and not one that
  * a body parser paused when it reached its limit.
  */
 function discardRestOfBody(req: IncomingMessage, { lingerMs, lingerBytes }: HttpServerTimeouts): void {
+  lingering.add(req.socket);
+  req.once("end", () => lingering.delete(req.socket));
   const close = () => req.socket.destroy();
   const timer = setTimeout(close, lingerMs).unref();
   let discarded = 0;
@@ -77,8 +82,8 @@ function discardRestOfBody(req: IncomingMessage, { lingerMs, lingerBytes }: Http
  * and the connection is closed (after a parse error the rest of the stream cannot be trusted).
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  // A reset or a half-written request leaves nobody to answer.
-  if (err.code === "ECONNRESET" || !socket.writable) {
+  // A reset or a half-written request leaves nobody to answer; a lingering connection has had its answer.
+  if (err.code === "ECONNRESET" || !socket.writable || lingering.has(socket)) {
     socket.destroy();
     return;
   }

@@ -175,11 +175,11 @@ describe("hostile input", () => {
 });
 
 describe("slow clients", () => {
-  /** A server of ours with short bounds whose only route answers 413 without reading the body, as the API does. */
+  /** A server of ours with short bounds: a POST is answered 413 without reading its body (as the API does), the rest once read. */
   async function boundedServer(bounds: Parameters<typeof createHttpServer>[1]) {
     const server = createHttpServer((req, res) => {
       if (req.method === "POST") res.writeHead(413).end("too large");
-      else res.end("ok");
+      else req.resume().on("end", () => res.end("ok"));
     }, bounds);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
@@ -195,6 +195,19 @@ describe("slow clients", () => {
       expect(bodyOf(text)).toMatchObject({ __typename: "error", ok: false, status: 408, code: "request_timeout" });
       // A normal request on the same server is unaffected.
       expect(await (await fetch(url)).text()).toBe("ok");
+    } finally {
+      server.close();
+    }
+  });
+
+  it("answers a body that trickles in past the request timeout with a 408 in the error shape", async () => {
+    const { server, url } = await boundedServer({ headersTimeoutMs: 1_000, requestTimeoutMs: 2_000 });
+    try {
+      // The headers are complete; 40 body bytes 200 ms apart take 8 s, past the 2 s bound, within raw's 6 s.
+      const headers = "PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n";
+      const text = await raw([headers, ...Array.from({ length: 40 }, () => "x")], { timeoutMs: 6_000, url });
+      expect(text).toMatch(/^HTTP\/1\.1 408 /);
+      expect(bodyOf(text)).toMatchObject({ status: 408, code: "request_timeout" });
     } finally {
       server.close();
     }
