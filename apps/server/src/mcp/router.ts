@@ -8,7 +8,7 @@ import {
   type McpServerFactory,
   type Transport,
 } from "@modelcontextprotocol/server";
-import { ApiError } from "@toolplane/server-stubs";
+import { ApiError, checkJsonDepth } from "@toolplane/server-stubs";
 import express, { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../app.ts";
 import { ApiKeyVerifier } from "../auth/api-keys.ts";
@@ -245,6 +245,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
 
   router.post("/mcp/:sessionId", jsonBody, async (req, res) => {
     const session = await authorize(req, res);
+    checkJsonDepth(req.body);
     const connectionId = req.headers["mcp-session-id"];
     if (typeof connectionId === "string") stored.touch(connectionId);
     const local = typeof connectionId === "string" ? connections.get(connectionId) : undefined;
