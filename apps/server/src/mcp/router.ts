@@ -405,9 +405,11 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     await server.connect(transport as unknown as Transport);
     await gateway.touch(session.id, 0, true);
   });
-  router.post("/mcp/:sessionId/messages", async (req, res) => {
+  // Parsed here (not by the SDK) to bound its nesting as on the Streamable HTTP endpoint.
+  router.post("/mcp/:sessionId/messages", jsonBody, async (req, res) => {
     const sessionId = sessionIdOf(req);
     const session = await authorize(req, res);
+    checkJsonDepth(req.body);
     const streamId = new URL(req.originalUrl, "http://localhost").searchParams.get("sessionId") ?? "";
     const stream = connections.get(streamId);
     if (!stream || stream.sessionId !== sessionId || !(stream.transport instanceof SSEServerTransport)) {
@@ -415,7 +417,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
         entity: "mcp_stream",
       });
     }
-    await stream.transport.handlePostMessage(req, res);
+    await stream.transport.handlePostMessage(req, res, req.body);
     await gateway.touch(session.id, 1, true);
   });
 

@@ -11,7 +11,14 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import { bundledSpec } from "../../src/spec.ts";
-import { createSession, deploymentRef, deployProvider, endpointOf, remoteProvider } from "../mcp/gateway-fixtures.ts";
+import {
+  type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  endpointOf,
+  remoteProvider,
+} from "../mcp/gateway-fixtures.ts";
 import { fixture, useTestServer } from "../support/fixture.ts";
 import { startTestUpstream } from "../support/upstream-server.ts";
 
@@ -187,6 +194,17 @@ async function send(op: OperationDescriptor, input: Request) {
   return { status: res.status, text: await res.text() };
 }
 
+/** A session with one provider, the test upstream (its `echo` tool answers `upstream: <message>`). */
+let sessionMade: Promise<CreatedSession> | undefined;
+function mcpSession(): Promise<CreatedSession> {
+  sessionMade ??= (async () => {
+    const provider = await remoteProvider(t.db, "fuzzed", upstream.url);
+    const deployment = await deployProvider(t.client, provider.providerId, "Fuzzed");
+    return createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+  })();
+  return sessionMade;
+}
+
 describe("spec-driven fuzzing", () => {
   it(`no operation answers 5xx or an undocumented error shape (${RUNS} runs each)`, async () => {
     const seen = new Map<number, number>();
@@ -217,9 +235,7 @@ describe("spec-driven fuzzing", () => {
   it.skipIf(ONLY && ONLY !== "mcp")(
     "the MCP endpoint never answers 5xx to hostile JSON-RPC",
     async () => {
-      const provider = await remoteProvider(t.db, "fuzzed", upstream.url);
-      const deployment = await deployProvider(t.client, provider.providerId, "Fuzzed");
-      const session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+      const session = await mcpSession();
       const endpoint = endpointOf(t, session);
       // Mostly well-formed 2025 envelopes, so that most requests get past the transport to the gateway: a tool
       // call with hostile arguments reaches the upstream (it echoes `message`) and is recorded.
@@ -293,6 +309,31 @@ describe("spec-driven fuzzing", () => {
     },
     120_000,
   );
+
+  it.skipIf(ONLY && ONLY !== "mcp")("the legacy HTTP+SSE transport refuses JSON nested too deep as well", async () => {
+    const session = await mcpSession();
+    const auth = { authorization: `Bearer ${session.secret}` };
+    const stream = new AbortController();
+    const res = await fetch(`${endpointOf(t, session)}/sse`, { headers: auth, signal: stream.signal });
+    try {
+      // The stream's first event names the endpoint its messages go to.
+      const reader = res.body?.getReader();
+      let first = "";
+      while (reader && !/data: \S+/.test(first)) first += new TextDecoder().decode((await reader.read()).value);
+      const messages = new URL(/data: (\S+)/.exec(first)?.[1] ?? "", t.url);
+      const deepCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":${DEEP_JSON}}}}`;
+      const refused = await fetch(messages, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: deepCall,
+      });
+      // It reached the gateway before, and its answer on the stream was "Maximum call stack size exceeded".
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ code: "invalid_data", errors: [{ code: "max_depth" }] });
+    } finally {
+      stream.abort();
+    }
+  });
 
   it.skipIf(ONLY && ONLY !== "pages")(
     "the portal and OAuth pages never answer 5xx either",
