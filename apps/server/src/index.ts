@@ -8,6 +8,7 @@ export { type DatabaseHandle, type Db, openDatabase } from "./db/database.ts";
 export { migrate } from "./db/migrate.ts";
 export { claimIdempotencyKey, hashRequest } from "./http/idempotency.ts";
 export { createLogger } from "./http/logging.ts";
+export { createHttpServer } from "./http/server.ts";
 export { newId } from "./lib/ids.ts";
 export { loadSecretKeys, SecretBox } from "./secrets/secret-box.ts";
 export { bundledSpec } from "./spec.ts";

@@ -6,6 +6,7 @@ import {
   bundledSpec,
   createApiKey,
   createApp,
+  createHttpServer,
   createInstance,
   createLogger,
   type Db,
@@ -52,7 +53,8 @@ export async function startToolplane(options: { port?: number } = {}): Promise<R
       // As the embedded default does: a key generated into the (temporary) data directory.
       secrets: new SecretBox(loadSecretKeys(undefined, dataDir)),
     });
-    const listening = app.listen(options.port ?? 0, "127.0.0.1");
+    // The HTTP server `main` listens with (its timeouts, its answers to broken requests and its lingering close).
+    const listening = createHttpServer(app).listen(options.port ?? 0, "127.0.0.1");
     server = listening;
     await new Promise<void>((resolve, reject) => {
       listening.once("listening", resolve);

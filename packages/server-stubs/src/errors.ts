@@ -12,6 +12,7 @@ export const statusOfErrorCode: Record<ErrorCode, number> = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   idempotency_conflict: 409,
   gone: 410,

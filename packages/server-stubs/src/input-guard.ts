@@ -23,31 +23,41 @@ export interface InputGuard {
 /** Builds the guard for a spec: the names of its write-only properties are where NUL may appear. */
 export function createInputGuard(spec: OpenApiDocument): InputGuard {
   const writeOnly = writeOnlyPropertyNames(spec);
-  return {
-    check(value, entity) {
-      const problem = findProblem(value, writeOnly);
-      if (!problem) return;
-      const where = problem.path.length ? problem.path.join(".") : entity;
-      throw new ApiError("invalid_data", `${ENTITY_LABEL[entity]} invalid: ${where} ${problem.message}.`, {
-        entity,
-        errors: [problem],
-        ...(problem.code === "max_depth" ? {} : { hint: "Send well-formed Unicode text without U+0000." }),
-      });
-    },
-  };
+  return { check: (value, entity) => refuse(findProblem(value, writeOnly), entity) };
+}
+
+/**
+ * The nesting bound alone, for JSON whose text is taken as sent (MCP messages: what PostgreSQL cannot store is
+ * recorded with U+FFFD). The MCP SDK validates messages recursively too: 5,000 levels were a 500.
+ */
+export function checkJsonDepth(value: unknown): void {
+  refuse(findProblem(value, null), "body");
+}
+
+function refuse(problem: ErrorDetail | undefined, entity: "body" | "query" | "path"): void {
+  if (!problem) return;
+  const where = problem.path.length ? problem.path.join(".") : entity;
+  throw new ApiError("invalid_data", `${ENTITY_LABEL[entity]} invalid: ${where} ${problem.message}.`, {
+    entity,
+    errors: [problem],
+    ...(problem.code === "max_depth" ? {} : { hint: "Send well-formed Unicode text without U+0000." }),
+  });
 }
 
 const ENTITY_LABEL = { body: "Request body is", query: "Query parameters are", path: "Path parameters are" } as const;
 
-/** Iterative (an explicit stack), so the check itself cannot overflow on the input it exists to refuse. */
-function findProblem(root: unknown, writeOnly: ReadonlySet<string>): ErrorDetail | undefined {
+/**
+ * Iterative (an explicit stack), so the check itself cannot overflow on the input it exists to refuse. Without
+ * `writeOnly` (null) only the depth is checked.
+ */
+function findProblem(root: unknown, writeOnly: ReadonlySet<string> | null): ErrorDetail | undefined {
   const stack: { value: unknown; path: (string | number)[]; depth: number; secret: boolean }[] = [
     { value: root, path: [], depth: 0, secret: false },
   ];
   for (let item = stack.pop(); item; item = stack.pop()) {
     const { value, path, depth, secret } = item;
     if (typeof value === "string") {
-      const problem = stringProblem(value, secret);
+      const problem = writeOnly && stringProblem(value, secret);
       if (problem) return { code: problem.code, message: problem.message, path };
       continue;
     }
@@ -62,9 +72,9 @@ function findProblem(root: unknown, writeOnly: ReadonlySet<string>): ErrorDetail
       continue;
     }
     for (const [key, v] of Object.entries(value)) {
-      const problem = stringProblem(key, false);
+      const problem = writeOnly && stringProblem(key, false);
       if (problem) return { code: problem.code, message: `has a key that ${problem.message}`, path };
-      stack.push({ value: v, path: [...path, key], depth: depth + 1, secret: secret || writeOnly.has(key) });
+      stack.push({ value: v, path: [...path, key], depth: depth + 1, secret: secret || Boolean(writeOnly?.has(key)) });
     }
   }
   return undefined;

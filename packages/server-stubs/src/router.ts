@@ -144,9 +144,10 @@ function hasRequestBody(req: Request): boolean {
 }
 
 /**
- * A declared length above the limit is refused before anything else (authentication included) and the connection
- * is closed after the answer: the body parser would otherwise read (and discard) the whole announced body first, so
- * a lying `Content-Length: 99999999999` with a 2-byte body was never answered.
+ * A declared length above the limit is refused before anything else (authentication included): the body parser
+ * would otherwise read (and discard) the whole announced body first, so a lying `Content-Length: 99999999999` with
+ * a 2-byte body was never answered. The body is not read; the HTTP server discards what still comes, within its
+ * bounds, so that a client still writing reads the answer instead of a reset.
  */
 function refuseOversizedBodies(limit: number): express.RequestHandler {
   return (req, _res, next) => {
@@ -157,10 +158,7 @@ function refuseOversizedBodies(limit: number): express.RequestHandler {
 }
 
 const tooLarge = (limit: number) =>
-  new ApiError("payload_too_large", `Request body exceeds the limit of ${limit} bytes.`, {
-    entity: "body",
-    headers: { Connection: "close" },
-  });
+  new ApiError("payload_too_large", `Request body exceeds the limit of ${limit} bytes.`, { entity: "body" });
 
 function bodyParserError(err: unknown, limit: number): ApiError {
   const type = (err as { type?: string }).type;

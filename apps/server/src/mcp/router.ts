@@ -8,7 +8,7 @@ import {
   type McpServerFactory,
   type Transport,
 } from "@modelcontextprotocol/server";
-import { ApiError } from "@toolplane/server-stubs";
+import { ApiError, checkJsonDepth } from "@toolplane/server-stubs";
 import express, { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../app.ts";
 import { ApiKeyVerifier } from "../auth/api-keys.ts";
@@ -247,6 +247,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
 
   router.post("/mcp/:sessionId", jsonBody, async (req, res) => {
     const session = await authorize(req, res);
+    checkJsonDepth(req.body);
     const connectionId = req.headers["mcp-session-id"];
     if (typeof connectionId === "string") stored.touch(connectionId);
     const local = typeof connectionId === "string" ? connections.get(connectionId) : undefined;
@@ -416,9 +417,11 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     await server.connect(transport as unknown as Transport);
     await gateway.touch(session.id, 0, true);
   });
-  router.post("/mcp/:sessionId/messages", async (req, res) => {
+  // Parsed here (not by the SDK) to bound its nesting as on the Streamable HTTP endpoint.
+  router.post("/mcp/:sessionId/messages", jsonBody, async (req, res) => {
     const sessionId = sessionIdOf(req);
     const session = await authorize(req, res);
+    checkJsonDepth(req.body);
     const streamId = new URL(req.originalUrl, "http://localhost").searchParams.get("sessionId") ?? "";
     const stream = connections.get(streamId);
     if (!stream || stream.sessionId !== sessionId || !(stream.transport instanceof SSEServerTransport)) {
@@ -426,7 +429,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
         entity: "mcp_stream",
       });
     }
-    await stream.transport.handlePostMessage(req, res);
+    await stream.transport.handlePostMessage(req, res, req.body);
     await gateway.touch(session.id, 1, true);
   });
 

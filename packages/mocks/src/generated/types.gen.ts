@@ -138,9 +138,9 @@ export type ProviderOAuthTokenImportList = {
 };
 
 /**
- * Stable error code. Each code has exactly one HTTP status: `invalid_data` and `bad_request` 400, `unauthorized` 401, `forbidden` 403, `not_found` 404, `method_not_allowed` 405, `conflict` 409, `idempotency_conflict` 409, `gone` 410, `precondition_failed` 412, `payload_too_large` 413, `unsupported_media_type` 415, `idempotency_key_reused` 422, `too_many_requests` 429, `internal_server_error` 500, `not_implemented` 501, `bad_gateway` 502, `service_unavailable` 503, `timeout` 504.
+ * Stable error code. Each code has exactly one HTTP status: `invalid_data` and `bad_request` 400, `unauthorized` 401, `forbidden` 403, `not_found` 404, `method_not_allowed` 405, `request_timeout` 408, `conflict` 409, `idempotency_conflict` 409, `gone` 410, `precondition_failed` 412, `payload_too_large` 413, `unsupported_media_type` 415, `idempotency_key_reused` 422, `too_many_requests` 429, `internal_server_error` 500, `not_implemented` 501, `bad_gateway` 502, `service_unavailable` 503, `timeout` 504. `request_timeout` is the HTTP server's own answer, before any operation, to a client that did not send its headers or body in time (then the connection is closed); `timeout` is an upstream server that did not answer in time.
  */
-export type ErrorCode = 'invalid_data' | 'bad_request' | 'unauthorized' | 'forbidden' | 'not_found' | 'method_not_allowed' | 'conflict' | 'idempotency_conflict' | 'gone' | 'precondition_failed' | 'payload_too_large' | 'unsupported_media_type' | 'idempotency_key_reused' | 'too_many_requests' | 'internal_server_error' | 'not_implemented' | 'bad_gateway' | 'service_unavailable' | 'timeout';
+export type ErrorCode = 'invalid_data' | 'bad_request' | 'unauthorized' | 'forbidden' | 'not_found' | 'method_not_allowed' | 'request_timeout' | 'conflict' | 'idempotency_conflict' | 'gone' | 'precondition_failed' | 'payload_too_large' | 'unsupported_media_type' | 'idempotency_key_reused' | 'too_many_requests' | 'internal_server_error' | 'not_implemented' | 'bad_gateway' | 'service_unavailable' | 'timeout';
 
 /**
  * One validation problem.

@@ -83,6 +83,7 @@ export const fakeErrorCode = (options?: Options): ErrorCode => {
         'forbidden',
         'not_found',
         'method_not_allowed',
+        'request_timeout',
         'conflict',
         'idempotency_conflict',
         'gone',
