@@ -557,6 +557,10 @@ export class Gateway {
       const credential = await this.credentials
         .credentialFor(instanceId, authConfigId)
         .catch(async (error: unknown) => {
+          // The authorization server is down for now: a retry will do, a new sign-in would not help.
+          if (error instanceof ApiError && error.code === "service_unavailable") {
+            throw new UpstreamFailure("upstream_unavailable", `Provider ${provider.providerSlug}: ${error.message}`);
+          }
           throw needsReauthentication(provider, error, await this.reauth.linkFor(instanceId, authConfigId));
         });
       if (credential.kind === "oauth") {

@@ -55,7 +55,9 @@ export async function requestTokens(
   if (!res.ok || !body || typeof body.access_token !== "string" || !body.access_token) {
     const code = safeCode(body?.error);
     const what = code ? `answered ${res.status} (${code})` : `answered ${res.status} without an access token`;
-    throw new TokenEndpointError(`The provider's token endpoint ${what}.`, code ?? "invalid_token_response");
+    // A 5xx without an OAuth error code is the server's trouble, not the grant's (see isTransientRefreshError).
+    const fallback = res.status >= 500 ? "server_error" : "invalid_token_response";
+    throw new TokenEndpointError(`The provider's token endpoint ${what}.`, code ?? fallback);
   }
   const expiresIn = Number(body.expires_in);
   return {

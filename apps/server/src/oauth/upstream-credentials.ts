@@ -14,7 +14,19 @@ export type UpstreamCredential =
   | { kind: "manual"; values: JsonObject };
 
 type OAuthData = Extract<CredentialData, { kind: "oauth" }>;
-type RefreshResult = { ok: UpstreamCredential } | { failed: "expired" | "refresh_failed"; reason: string };
+type RefreshResult =
+  | { ok: UpstreamCredential }
+  | { failed: "expired" | "refresh_failed"; reason: string }
+  /** The authorization server could not refresh right now; the tokens held are kept for the next try. */
+  | { retryLater: string; current: OAuthData };
+
+/**
+ * A refresh that failed for a reason of the moment (the token endpoint unreachable, or a 5xx / `server_error` /
+ * `temporarily_unavailable` answer): nothing says the grant is bad, so the auth config stays active.
+ */
+const TRANSIENT_CODES = new Set(["temporarily_unavailable", "server_error"]);
+const isTransientRefreshError = (err: unknown): err is TokenEndpointError | McpOAuthError =>
+  (err instanceof TokenEndpointError || err instanceof McpOAuthError) && TRANSIENT_CODES.has(err.code);
 
 /** An access token with less than this left is refreshed before use, so it does not expire mid-call. */
 export const REFRESH_MARGIN_MS = 60_000;
@@ -33,7 +45,9 @@ export interface UpstreamCredentialsDeps {
  * that has expired (or is about to) is refreshed first, once: concurrent callers in this process share one
  * refresh, and other processes wait on the row lock (`select … for update`) and then read the refreshed token.
  * Failures fail closed: the auth config becomes `refresh_failed` (or `expired` without a refresh token) with a
- * `status_reason`, and the caller gets a clear error without secrets.
+ * `status_reason`, and the caller gets a clear error without secrets. A failure of the moment (the authorization
+ * server down) changes nothing stored: the current access token is used while it lasts, and once it has expired
+ * the caller gets a `service_unavailable` error; the next call tries the refresh again.
  */
 export class UpstreamCredentials {
   private readonly inflight = new Map<string, Promise<UpstreamCredential>>();
@@ -112,6 +126,7 @@ export class UpstreamCredentials {
       try {
         fresh = await this.refreshed(trx, row, data.refresh_token);
       } catch (err) {
+        if (isTransientRefreshError(err)) return { retryLater: err.reason, current: data };
         if (err instanceof McpOAuthError && err.code === "invalid_grant") {
           return failClosed(
             "refresh_failed",
@@ -136,6 +151,18 @@ export class UpstreamCredentials {
       return { ok: toCredential(fresh) };
     });
     if ("ok" in result) return result.ok;
+    if ("retryLater" in result) {
+      const { current, retryLater: reason } = result;
+      const usable = current.expires_at === null || Date.parse(current.expires_at) > this.now().getTime();
+      gatewayLog()?.warn({ authConfigId, reason, usingCurrentToken: usable }, "OAuth token refresh failed for now");
+      if (usable) return toCredential(current);
+      throw new ApiError(
+        "service_unavailable",
+        `The access token of auth config ${authConfigId} expired and could not be refreshed right now: ${reason} ` +
+          "The auth config stays active; the next request tries again.",
+        { entity: ENTITY },
+      );
+    }
     gatewayLog()?.warn({ authConfigId, status: result.failed, reason: result.reason }, "OAuth token refresh failed");
     throw new ApiError(
       result.failed === "expired" ? "conflict" : "bad_gateway",

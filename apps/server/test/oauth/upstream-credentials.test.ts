@@ -102,6 +102,34 @@ describe("upstream credentials: token lifecycle", () => {
     expect(refreshCount()).toBe(before);
   });
 
+  it("keeps the auth config active when the token endpoint fails for now (503): the current token serves while it lasts, the next call refreshes", async () => {
+    const c = await connection(30);
+    const before = refreshCount();
+    oauth.failNextToken(503, "temporarily_unavailable");
+    const upstream = upstreamCredentials();
+    expect(await upstream.credentialFor(t.tenant.instanceId, c.authConfigId)).toEqual({
+      kind: "oauth",
+      accessToken: c.issued.access_token,
+      tokenType: "Bearer",
+    });
+    expect((await stored(c.authConfigId)).row.status).toBe("active");
+    // Once the token has expired, a failure of the moment is an error to retry, and still changes nothing stored.
+    const later = new UpstreamCredentials({
+      db: t.db,
+      secrets: t.secrets,
+      now: () => new Date(Date.now() + 3_600_000),
+    });
+    oauth.failNextToken(500, "server_error");
+    await expect(later.credentialFor(t.tenant.instanceId, c.authConfigId)).rejects.toMatchObject({
+      code: "service_unavailable",
+    });
+    expect((await stored(c.authConfigId)).row).toMatchObject({ status: "active", status_reason: null });
+    // The authorization server is back: the next call refreshes.
+    const refreshed = await upstream.credentialFor(t.tenant.instanceId, c.authConfigId);
+    expect(refreshCount()).toBe(before + 3);
+    expect(refreshed).toEqual({ kind: "oauth", accessToken: oauth.issued.at(-1)?.access_token, tokenType: "Bearer" });
+  });
+
   it("an expired token without a refresh token marks the auth config expired", async () => {
     const c = await connection(3600);
     const { data } = await stored(c.authConfigId);
