@@ -170,15 +170,25 @@ export class Marketplace {
     if (missing?.ownAccount) {
       const back = new URL(`${this.publicUrl}/p/${portal.id}/templates/${template.id}/connected`);
       if (name) back.searchParams.set("name", name);
-      const setup = await this.setupSessions.create(
-        await this.deployments.ref(portal.instance_id, missing.deploymentId),
-        {
-          providerAuthMethodId: missing.ownAccount.methodId,
-          name: `${template.name} (portal connection)`,
-          redirectUrl: back.href,
-        },
-        who.consumer.id,
-      );
+      const setup = await this.setupSessions
+        .create(
+          await this.deployments.ref(portal.instance_id, missing.deploymentId),
+          {
+            providerAuthMethodId: missing.ownAccount.methodId,
+            name: `${template.name} (portal connection)`,
+            redirectUrl: back.href,
+          },
+          who.consumer.id,
+        )
+        .catch((error: unknown) => {
+          // The only body error here is the deployment's missing OAuth app: the API's wording is for its admin.
+          if (!(error instanceof ApiError && error.code === "invalid_data")) throw error;
+          throw new ApiError(
+            "conflict",
+            `${missing.name} cannot be connected yet: the portal's administrator has not set up how to sign in to ` +
+              "it (an OAuth app on its deployment). Ask them to add one, then try again.",
+          );
+        });
       return { type: "connect", url: setup.url ?? "", providerName: missing.name };
     }
     const own = new Map(

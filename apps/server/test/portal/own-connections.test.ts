@@ -21,7 +21,9 @@ afterAll(() => upstreams.closeAll());
 
 const BRAND = { name: "Own Tools", primary_color: "#5b2a86" };
 
-async function protectedMarketplace() {
+async function protectedMarketplace(
+  authMethod: Record<string, unknown> = { key: "mcp", type: "mcp_oauth", name: "Sign in" },
+) {
   const slug = `portal-own-${Math.random().toString(36).slice(2, 8)}`;
   const loaded = await loadTestCatalog(t.db, [
     {
@@ -38,7 +40,7 @@ async function protectedMarketplace() {
           tools: [{ name: "whoami" }],
         },
       ],
-      auth_methods: [{ key: "mcp", type: "mcp_oauth", name: "Sign in" }],
+      auth_methods: [authMethod as never],
     },
   ]);
   const deployment = (await deployProvider(t.client, loaded[slug]?.providerId ?? "", slug)) as { id: string };
@@ -250,5 +252,26 @@ describe("portal: a consumer's own OAuth connection", () => {
       await t.db.selectFrom("provider_auth_configs").where("provider_deployment_id", "=", deploymentId).execute(),
     ).toEqual([]);
     expect(await t.db.selectFrom("sessions").select("id").where("portal_id", "=", portalId).execute()).toEqual([]);
+  });
+
+  it("tells a consumer in plain words when the deployment has no OAuth app to sign in with, and creates nothing", async () => {
+    const { portalId, templateId, deploymentId } = await protectedMarketplace({
+      key: "oauth",
+      type: "oauth",
+      name: "Sign in",
+      oauth: {
+        authorization_endpoint: "https://auth.example.test/authorize",
+        token_endpoint: "https://auth.example.test/token",
+      },
+    });
+    const dave = await member(portalId);
+    const chosen = await choose(dave, portalId, templateId);
+    expect(chosen.status).toBe(409);
+    expect(chosen.html).toContain("Protected Files cannot be connected yet");
+    expect(chosen.html).toContain(`<p class="brand">${BRAND.name}</p>`);
+    expect(chosen.html).not.toContain("auth credentials");
+    expect(
+      await t.db.selectFrom("oauth_flows").select("id").where("provider_deployment_id", "=", deploymentId).execute(),
+    ).toEqual([]);
   });
 });
