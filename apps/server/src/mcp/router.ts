@@ -348,51 +348,56 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     const sessionId = session.id;
     const credential = credentialOf(req);
     const current = () => access.authorize(sessionId, credential);
-    let connectionId: string | null = null;
+    // Stored before initialize is answered, so the client's next request may reach any replica. It is written
+    // here, before the SDK's transport runs: a failure inside the transport's session callback is answered as
+    // "400 Parse error" (its catch-all; a database that timed out under load showed up that way), while here it
+    // takes the one error path (503 when the database is unavailable).
+    const connectionId = newId("scn");
+    const params = (req.body as { params: Record<string, unknown> }).params;
+    await deps.db
+      .insertInto("mcp_connections")
+      .values({
+        id: connectionId,
+        session_id: sessionId,
+        protocol_version: String(params.protocolVersion),
+        client_capabilities: JSON.stringify(params.capabilities ?? {}),
+        client_info: params.clientInfo ? JSON.stringify(params.clientInfo) : null,
+      })
+      .execute();
     const transport = new NodeStreamableHTTPServerTransport({
       // A client whose stream broke reconnects with Last-Event-ID and gets what it missed.
       ...(replayLimit() > 0 ? { eventStore: new ReplayBuffer() } : {}),
-      sessionIdGenerator: () => {
-        connectionId = newId("scn");
-        return connectionId;
-      },
-      // Stored before initialize is answered, so the client's next request may reach any replica.
-      onsessioninitialized: async (id) => {
+      sessionIdGenerator: () => connectionId,
+      onsessioninitialized: (id) => {
         connections.set(id, { sessionId, transport });
-        const params = (req.body as { params: Record<string, unknown> }).params;
-        await deps.db
-          .insertInto("mcp_connections")
-          .values({
-            id,
-            session_id: sessionId,
-            protocol_version: String(params.protocolVersion),
-            client_capabilities: JSON.stringify(params.capabilities ?? {}),
-            client_info: params.clientInfo ? JSON.stringify(params.clientInfo) : null,
-          })
-          .execute();
       },
       onsessionclosed: async (id) => {
         connections.delete(id);
         await deps.db.deleteFrom("mcp_connections").where("id", "=", id).execute();
       },
     });
-    // The id exists once the transport answered initialize; calls made on this connection record it.
+    // Calls made on this connection record it.
     const serving: ServingContext = {
-      get connectionId() {
-        return connectionId;
-      },
+      connectionId,
       canRequest: true,
       get log() {
         return req.log;
       },
     };
-    const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
-    transport.onclose = () => {
-      if (connectionId) connections.delete(connectionId);
-      void server.close();
-    };
-    await server.connect(transport as Transport);
-    await transport.handleRequest(req, res, req.body);
+    try {
+      const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
+      transport.onclose = () => {
+        connections.delete(connectionId);
+        void server.close();
+      };
+      await server.connect(transport as Transport);
+      await transport.handleRequest(req, res, req.body);
+    } finally {
+      // No session was opened (the transport refused this initialize, or building its server failed): no row stays.
+      if (transport.sessionId === undefined) {
+        await deps.db.deleteFrom("mcp_connections").where("id", "=", connectionId).execute();
+      }
+    }
   }
 
   router.get("/mcp/:sessionId/sse", async (req, res) => {

@@ -70,3 +70,27 @@ it("keeps a connection that clients use and deletes one nobody used for the idle
   await expect.poll(() => stored(connection), { timeout: 15_000, interval: 250 }).toBeUndefined();
   expect((await post({ jsonrpc: "2.0", id: 99, method: "ping" }, connection)).status).toBe(404);
 });
+
+it("answers an initialize whose connection cannot be stored in the error shape, not as the SDK's 400 Parse error", async () => {
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+  };
+  // The table is briefly out of reach, as under a database failure (a lock that never comes, a broken connection).
+  await t.db.schema.alterTable("mcp_connections").renameTo("mcp_connections_away").execute();
+  try {
+    const refused = await post(initialize);
+    expect(refused.status).toBe(500);
+    expect(refused.connection).toBeNull();
+    expect(JSON.parse(refused.body)).toMatchObject({ __typename: "error", code: "internal_server_error" });
+    expect(refused.body).not.toContain("Parse error");
+  } finally {
+    await t.db.schema.alterTable("mcp_connections_away").renameTo("mcp_connections").execute();
+  }
+  // Back in reach: the next initialize opens a connection as usual.
+  const opened = await post(initialize);
+  expect(opened.connection).toMatch(/^scn_/);
+  expect(await stored(opened.connection ?? "")).toBeDefined();
+});
