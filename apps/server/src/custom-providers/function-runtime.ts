@@ -37,7 +37,19 @@ export async function materializeFunction(
   return {
     type: "stdio",
     command: process.execPath,
-    args: [`--max-old-space-size=${source.memory_mb}`, join(target, source.entrypoint)],
+    args: [`--max-old-space-size=${source.memory_mb}`, "--import", EXIT_WITH_PARENT, join(target, source.entrypoint)],
     timeout_ms: source.timeout_ms,
   };
 }
+
+/**
+ * Preloaded into every function (a `data:` module, so a relocated build needs no file for it): the process exits once
+ * the server that started it is gone. A server that shuts down closes its children, but one killed outright
+ * (`kill -9`, the OOM killer) cannot, and a function that does not exit when its stdin closes ran on as an orphan
+ * (seen in CI: 15 minutes after its server). The parent's pid is compared with the one the child started with, not
+ * with 1 (a server may itself be pid 1 in a container), and the timer does not keep the function alive. The
+ * entrypoint stays the main module (`process.argv[1]`), as functions that check whether they are main expect.
+ */
+const EXIT_WITH_PARENT = `data:text/javascript,${encodeURIComponent(
+  "const parent = process.ppid; setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 1000).unref();",
+)}`;

@@ -203,7 +203,8 @@ describe("deployment pipeline", () => {
     expect(pv.runtime.type).toBe("stdio");
     if (pv.runtime.type !== "stdio") return;
     expect(pv.runtime.args[0]).toBe("--max-old-space-size=64");
-    expect(existsSync(pv.runtime.args[1] ?? "")).toBe(true);
+    expect(pv.runtime.args[1]).toBe("--import"); // the watch that ends the function with its server
+    expect(existsSync(pv.runtime.args.at(-1) ?? "")).toBe(true);
 
     const connection = await connectUpstream(upstreamTarget(pv.runtime, null), { timeoutMs: 10_000 });
     try {
