@@ -271,7 +271,7 @@ export class Gateway {
         .returningAll(),
     );
     this.completions = new Batcher(
-      async (completion) => (await db.executeQuery(completeOne({ ...completion }))).rows[0],
+      async (completion) => (await db.executeQuery(completeOne(completion))).rows[0],
       async (completions) => {
         const values = completions.map(
           (c) =>

@@ -212,9 +212,16 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       throw error;
     }
   };
-  const servingFor = (req: Request, connectionId: string | null): ServingContext => ({
+  /** How a request is served. Its logger is read only when something logs (building one costs every request). */
+  const servingFor = (
+    req: Request,
+    connectionId: string | null,
+    canRequest: boolean,
+    clientCapabilities?: ServingContext["clientCapabilities"],
+  ): ServingContext => ({
     connectionId,
-    canRequest: connectionId !== null,
+    canRequest,
+    ...(clientCapabilities ? { clientCapabilities } : {}),
     get log() {
       return req.log;
     },
@@ -257,18 +264,11 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       // Initialised on another replica: served here request by request, as the client declared at initialize.
       const stored = await loadConnection(connectionId, session.id);
       if (!stored) return sessionNotFound(res);
-      await servePerRequest(req, res, session, {
-        connectionId,
-        canRequest: false,
-        get log() {
-          return req.log;
-        },
-        clientCapabilities: stored.client_capabilities,
-      });
+      await servePerRequest(req, res, session, servingFor(req, connectionId, false, stored.client_capabilities));
     } else if (isInitializeRequest(req.body) && (await isLegacyRequest(await toWebRequest(req, req.body)))) {
       await openSession(req, res, session);
     } else {
-      await servePerRequest(req, res, session, servingFor(req, null));
+      await servePerRequest(req, res, session, servingFor(req, null, false));
     }
     await gateway.touch(session.id, 1, true);
   });
@@ -377,13 +377,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       },
     });
     // Calls made on this connection record it.
-    const serving: ServingContext = {
-      connectionId,
-      canRequest: true,
-      get log() {
-        return req.log;
-      },
-    };
+    const serving = servingFor(req, connectionId, true);
     try {
       const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
       transport.onclose = () => {
@@ -406,13 +400,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     const credential = credentialOf(req);
     const transport = new SSEServerTransport(`/mcp/${sessionId}/messages`, res);
     const current = () => access.authorize(sessionId, credential);
-    const serving: ServingContext = {
-      connectionId: newId("scn"),
-      canRequest: true,
-      get log() {
-        return req.log;
-      },
-    };
+    const serving = servingFor(req, newId("scn"), true);
     const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
     connections.set(transport.sessionId, { sessionId, transport });
     res.on("close", () => {

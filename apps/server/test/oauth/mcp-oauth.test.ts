@@ -14,7 +14,7 @@ import { createRemote, firstVersion, startRunner, waitForDeployment } from "../c
 import { connectMcp, createSession, deploymentRef, deployProvider, firstText } from "../mcp/gateway-fixtures.ts";
 import { loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { fixture } from "../support/fixture.ts";
-import { browse, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
+import { browse, protectedServerEntry, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
 import { startServerProcess } from "../support/server-process.ts";
 import { selfSignedCertificate, trustingFetch } from "../support/tls.ts";
 import { redirectQuery, startOAuthTestServer } from "./support.ts";
@@ -60,24 +60,7 @@ let counter = 0;
 /** A catalog provider for the protected MCP server, with only an `mcp_oauth` method: nothing about its OAuth. */
 async function mcpProvider() {
   const slug = `mcp-oauth-${++counter}`;
-  const loaded = await loadTestCatalog(t.db, [
-    {
-      slug,
-      name: "Protected",
-      publisher: { slug: "toolplane-tests", name: "Toolplane tests" },
-      current_version: "1.0.0",
-      versions: [
-        {
-          version: "1.0.0",
-          status: "released",
-          runtime: { type: "remote", url: as.mcpUrl, protocol: "streamable_http" },
-          config_schema: { type: "object", properties: {}, additionalProperties: false },
-          tools: [],
-        },
-      ],
-      auth_methods: [{ key: "mcp", type: "mcp_oauth", name: "Sign in" }],
-    },
-  ]);
+  const loaded = await loadTestCatalog(t.db, [protectedServerEntry(as.mcpUrl, slug, { name: "Protected", tools: [] })]);
   const providerId = loaded[slug]?.providerId ?? "";
   const deployment = await deployProvider(t.client, providerId, slug);
   const method = await t.db

@@ -10,7 +10,7 @@ import { deploymentRef, deployProvider, firstText } from "../mcp/gateway-fixture
 import { loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { expectCreated } from "../support/deployment-fixtures.ts";
 import { fixture, useTestServer } from "../support/fixture.ts";
-import { startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
+import { protectedServerEntry, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
 import { startTestUpstream, type TestUpstream } from "../support/upstream-server.ts";
 import { startOidcProvider, type TestOidcProvider } from "./oidc-provider.ts";
 import { grant, invite, templateOf } from "./support.ts";
@@ -185,22 +185,9 @@ describe("portal in a real browser (Chromium)", () => {
   it("sends a consumer to connect their own account first, then hands out the connection", async () => {
     const slug = "browser-protected-files";
     const loaded = await loadTestCatalog(t.db, [
-      {
-        slug,
-        name: "Protected Files",
-        publisher: { slug: "toolplane-tests", name: "Toolplane tests" },
-        current_version: "1.0.0",
-        versions: [
-          {
-            version: "1.0.0",
-            status: "released",
-            runtime: { type: "remote", url: as.mcpUrl, protocol: "streamable_http" },
-            config_schema: { type: "object", properties: {}, additionalProperties: false },
-            tools: [{ name: "whoami", description: "Who the access token belongs to." }],
-          },
-        ],
-        auth_methods: [{ key: "mcp", type: "mcp_oauth", name: "Sign in" }],
-      },
+      protectedServerEntry(as.mcpUrl, slug, {
+        tools: [{ name: "whoami", description: "Who the access token belongs to." }],
+      }),
     ]);
     const deployment = (await deployProvider(t.client, loaded[slug]?.providerId ?? "", slug)) as { id: string };
     const template = (await expectCreated(

@@ -7,7 +7,7 @@ import { deploymentRef, deployProvider, firstText } from "../mcp/gateway-fixture
 import { loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { expectCreated } from "../support/deployment-fixtures.ts";
 import { fixture, useTestServer } from "../support/fixture.ts";
-import { browse, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
+import { browse, protectedServerEntry, startMcpOAuthServers } from "../support/mcp-oauth-server.ts";
 import { acceptInvitation, csrfOf, grant, invite, PageVisitor } from "./support.ts";
 
 /**
@@ -22,27 +22,10 @@ afterAll(() => upstreams.closeAll());
 const BRAND = { name: "Own Tools", primary_color: "#5b2a86" };
 
 async function protectedMarketplace(
-  authMethod: Record<string, unknown> = { key: "mcp", type: "mcp_oauth", name: "Sign in" },
+  authMethod?: NonNullable<Parameters<typeof protectedServerEntry>[2]>["authMethod"],
 ) {
   const slug = `portal-own-${Math.random().toString(36).slice(2, 8)}`;
-  const loaded = await loadTestCatalog(t.db, [
-    {
-      slug,
-      name: "Protected Files",
-      publisher: { slug: "toolplane-tests", name: "Toolplane tests" },
-      current_version: "1.0.0",
-      versions: [
-        {
-          version: "1.0.0",
-          status: "released",
-          runtime: { type: "remote", url: as.mcpUrl, protocol: "streamable_http" },
-          config_schema: { type: "object", properties: {}, additionalProperties: false },
-          tools: [{ name: "whoami" }],
-        },
-      ],
-      auth_methods: [authMethod as never],
-    },
-  ]);
+  const loaded = await loadTestCatalog(t.db, [protectedServerEntry(as.mcpUrl, slug, { authMethod })]);
   const deployment = (await deployProvider(t.client, loaded[slug]?.providerId ?? "", slug)) as { id: string };
   const template = (await expectCreated(
     t.client.POST("/session-templates", {

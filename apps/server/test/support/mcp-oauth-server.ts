@@ -4,6 +4,8 @@ import { toNodeHandler } from "@modelcontextprotocol/node";
 import { createMcpHandler, Server } from "@modelcontextprotocol/server";
 import express from "express";
 import Provider, { errors } from "oidc-provider";
+import type { CatalogEntry } from "../../src/catalog/loader.ts";
+import { EMPTY_CONFIG_SCHEMA } from "./catalog-fixtures.ts";
 import { trustingFetch } from "./tls.ts";
 
 /**
@@ -230,4 +232,30 @@ export async function browse(
   options.beforeCallback?.(url);
   const callback = await fetch(url, { redirect: "manual", headers: { cookie: flowCookie } });
   return { start, callback };
+}
+
+type AuthMethod = CatalogEntry["auth_methods"][number];
+
+/** A catalog entry for the protected MCP server at `mcpUrl`, signed in to with `authMethod` (MCP OAuth by default). */
+export function protectedServerEntry(
+  mcpUrl: string,
+  slug: string,
+  options: { name?: string; tools?: CatalogEntry["versions"][number]["tools"]; authMethod?: AuthMethod } = {},
+): CatalogEntry {
+  return {
+    slug,
+    name: options.name ?? "Protected Files",
+    publisher: { slug: "toolplane-tests", name: "Toolplane tests" },
+    current_version: "1.0.0",
+    versions: [
+      {
+        version: "1.0.0",
+        status: "released",
+        runtime: { type: "remote", url: mcpUrl, protocol: "streamable_http" },
+        config_schema: EMPTY_CONFIG_SCHEMA,
+        tools: options.tools ?? [{ name: "whoami" }],
+      },
+    ],
+    auth_methods: [options.authMethod ?? { key: "mcp", type: "mcp_oauth", name: "Sign in" }],
+  };
 }
