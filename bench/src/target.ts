@@ -87,6 +87,7 @@ async function main() {
       publicUrl: "http://127.0.0.1",
       bodyLimitBytes: 1024 * 1024,
       secrets: new SecretBox([{ id: "bench", key: randomBytes(32) }]),
+      changes: database.changes,
     });
   } else {
     throw new Error(`BENCH_MODE must be full or bare, got ${mode}`);

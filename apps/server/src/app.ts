@@ -3,6 +3,7 @@ import express, { type Express } from "express";
 import type { Logger } from "pino";
 import { ApiKeyVerifier } from "./auth/api-keys.ts";
 import type { RequestContext } from "./context.ts";
+import type { ChangeFeed } from "./db/changes.ts";
 import type { Db } from "./db/database.ts";
 import { docsRouter } from "./http/docs.ts";
 import { errorHandler, notFoundRoute, RETRY_AFTER_SECONDS } from "./http/errors.ts";
@@ -26,6 +27,8 @@ export interface AppDeps {
   secrets: SecretBox;
   /** Answers /ready: whether the database can be reached. */
   isReady?: () => Promise<boolean>;
+  /** The database's change notices: with them the MCP gateway keeps session views in memory between requests. */
+  changes?: ChangeFeed;
 }
 
 /** Builds the whole HTTP application; never listens (main.ts does), so tests can mount it on any port. */

@@ -57,6 +57,7 @@ const app = createApp({
   publicUrl: config.publicUrl,
   bodyLimitBytes: config.bodyLimitBytes,
   secrets,
+  changes: database.changes,
   isReady: async () => {
     await sql`select 1`.execute(database.db);
     return true;

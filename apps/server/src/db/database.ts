@@ -4,6 +4,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { createPgConfig } from "@electric-sql/pglite/node-postgres";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { type ChangeFeed, LocalWrites, PGliteChangeFeed, PostgresChangeFeed } from "./changes.ts";
 import type { Database } from "./schema.ts";
 
 export type Db = Kysely<Database>;
@@ -13,6 +14,8 @@ export interface DatabaseHandle {
   kind: "pglite" | "postgres";
   /** The connection pool behind `db` (PGlite's has its one connection): its counts are exported as metrics. */
   pool: pg.Pool;
+  /** What the database announces and what this process writes (see changes.ts). */
+  changes: ChangeFeed;
   close(): Promise<void>;
 }
 
@@ -113,8 +116,22 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
     // An idle pooled connection the server ends (restart, failover, a dropped database) is emitted here; the pool
     // has already discarded it and the next query opens a new one. Unhandled, it would crash the process.
     pool.on("error", () => {});
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, kind: "postgres", pool, close: () => db.destroy() };
+    const writes = new LocalWrites();
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [writes] });
+    const changes = new PostgresChangeFeed(
+      { connectionString: target.url, connectionTimeoutMillis: DATABASE_CONNECT_TIMEOUT_MS },
+      writes,
+    );
+    return {
+      db,
+      kind: "postgres",
+      pool,
+      changes,
+      close: async () => {
+        await changes.close();
+        await db.destroy();
+      },
+    };
   }
   let pglite: PGlite;
   let unlock = () => {};
@@ -133,12 +150,16 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
   // PGlite through its node-postgres adapter: the same driver (and type parsing, and prepared statements) as
   // PostgreSQL. It is one connection, so the pool has one client and queries wait for a transaction to finish.
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, Client: PreparingClient });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const writes = new LocalWrites();
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [writes] });
+  const changes = new PGliteChangeFeed(pglite, writes);
   return {
     db,
     kind: "pglite",
     pool,
+    changes,
     close: async () => {
+      await changes.close();
       await db.destroy();
       if (!pglite.closed) await pglite.close();
       unlock();

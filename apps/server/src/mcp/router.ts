@@ -192,7 +192,7 @@ class StoredConnections {
  */
 export function mcpGatewayRouter(deps: AppDeps): Router {
   const gateway = new Gateway(deps.db, deps.secrets, deps.publicUrl);
-  const load = gatewaySessionLoader(deps.db, deps.secrets);
+  const load = gatewaySessionLoader(deps.db, deps.secrets, deps.changes);
   const access = new SessionAccess(deps, load);
   const checkOrigin = originGuard(deps.publicUrl);
   const connections = new LocalConnections();

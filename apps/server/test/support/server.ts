@@ -5,6 +5,7 @@ import { createToolplaneClient, type ToolplaneClient } from "@toolplane/client";
 import { type Level, pino } from "pino";
 import { createApp } from "../../src/app.ts";
 import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
+import type { ChangeFeed } from "../../src/db/changes.ts";
 import type { Db } from "../../src/db/database.ts";
 import { createHttpServer } from "../../src/http/server.ts";
 import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
@@ -54,6 +55,8 @@ export interface StartedTestServer extends TestServer {
   databaseUrl: string | null;
   /** The app's SecretBox (decrypts what the app stored). */
   secrets: SecretBox;
+  /** The database's change notices the app's gateway keeps its session views by. */
+  changes: ChangeFeed;
   /** Everything the app logged as raw JSON lines, when started with `logLevel` (empty otherwise). */
   logs(): string;
 }
@@ -78,6 +81,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     publicUrl: options.linksToOwnPort ? url : "http://127.0.0.1",
     bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
     secrets,
+    changes: database.changes,
   });
   server.on("request", app);
 
@@ -93,6 +97,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     db: database.db,
     secretKey,
     secrets,
+    changes: database.changes,
     pglite: database.pglite,
     databaseUrl: database.url,
     tenant,
