@@ -290,8 +290,14 @@ export class Gateway {
     );
   }
 
+  /** A session's namespaces, built once per view (a view is shared by the requests it serves until it changes). */
   namespaces(session: GatewaySession): Namespaces {
-    return new Namespaces(session.providers.map((p) => ({ id: p.sessionProviderId, slug: p.providerSlug })));
+    let names = namespacesOf.get(session);
+    if (!names) {
+      names = new Namespaces(session.providers.map((p) => ({ id: p.sessionProviderId, slug: p.providerSlug })));
+      namespacesOf.set(session, names);
+    }
+    return names;
   }
 
   /**
@@ -579,6 +585,8 @@ export class Gateway {
     return upstream;
   }
 }
+
+const namespacesOf = new WeakMap<GatewaySession, Namespaces>();
 
 /** A record's columns as Kysely inserts them (JSON columns take JSON text). */
 function asInsert(record: CallRecord) {
