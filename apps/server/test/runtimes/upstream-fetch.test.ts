@@ -94,6 +94,25 @@ describe("upstreamFetch (node:http for the upstream transports)", () => {
     expect(getEventListeners(transportSignal, "abort")).toHaveLength(0);
   });
 
+  it("puts one listener on a signal that concurrent requests share, and aborts them all with it", async () => {
+    const transportSignal = new AbortController().signal;
+    const answers = Array.from({ length: 16 }, () =>
+      upstreamFetch(`${base}/json`, { method: "POST", body: "x", signal: transportSignal }).then((r) => r.text()),
+    );
+    expect(getEventListeners(transportSignal, "abort")).toHaveLength(1);
+    await Promise.all(answers);
+    expect(getEventListeners(transportSignal, "abort")).toHaveLength(0);
+
+    const controller = new AbortController();
+    const reason = new Error("connection closed");
+    const hanging = Array.from({ length: 16 }, () =>
+      upstreamFetch(`${base}/hang`, { method: "POST", body: "{}", signal: controller.signal }),
+    );
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(1);
+    controller.abort(reason);
+    for (const pending of hanging) await expect(pending).rejects.toBe(reason);
+  });
+
   it("sends a request again once when the server closed the kept-alive socket it went out on", async () => {
     expect(await (await upstreamFetch(`${base}/drop-reused`, { method: "POST", body: "1" })).json()).toEqual({
       fresh: true,
