@@ -121,7 +121,7 @@ async function startReplica(n) {
   const logFile = join(runDir, `replica-${n}.log`);
   const logStart = statSync(logFile, { throwIfNoEntry: false })?.size ?? 0;
   const log = openSync(logFile, "a", 0o600);
-  const child = spawn(process.execPath, [join(dist, "main.mjs")], {
+  const child = spawn(process.execPath, ["--max-semi-space-size=32", join(dist, "main.mjs")], {
     cwd: runDir,
     env: { ...process.env, HOST: "127.0.0.1", PORT: String(replicaPorts[n - 1]), TOOLPLANE_PUBLIC_URL: publicUrl },
     stdio: ["ignore", log, log],

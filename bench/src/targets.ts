@@ -30,11 +30,11 @@ export class Target {
   }
 
   /**
-   * Every target, bare or full, runs with the same node binary, flags (the tsx loader the server runs with in
-   * `pnpm start`) and environment; only BENCH_MODE and the database settings differ.
+   * Every target, bare or full, runs with the same node binary, flags (the young generation size `pnpm start`
+   * gives the server, and the tsx loader) and environment; only BENCH_MODE and the database settings differ.
    */
   static async start(options: TargetOptions): Promise<Target> {
-    const execArgv = ["--import", "tsx"];
+    const execArgv = ["--max-semi-space-size=32", "--import", "tsx"];
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       BENCH_MODE: options.mode,
