@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { PGlite } from "@electric-sql/pglite";
 import {
   AliasNode,
@@ -122,12 +123,19 @@ export class PGliteChangeFeed implements ChangeFeed {
 
 const RECONNECT_FIRST_MS = 250;
 const RECONNECT_MAX_MS = 10_000;
+/** How often the listening connection proves it still hears notices, and how long it waits for its own. */
+const PROBE_EVERY_MS = 30_000;
+const PROBE_WITHIN_MS = 5_000;
+/** The `application_name` of each process's listening connection. */
+export const LISTENER_NAME = "toolplane-notices";
 
 /**
  * Notices of a PostgreSQL server, heard on one connection of their own (a pooled one would be handed to other
- * queries). The feed is live from the moment that connection listens to every channel asked for; when it breaks
- * (the server restarted, the network dropped), every listener is told notices may have been missed, and it
- * connects again with a growing delay.
+ * queries). The feed is live once that connection listens to every channel asked for and has heard a notice it
+ * sent itself; it sends one again every PROBE_EVERY_MS. A connection that does not hear its own notice is treated
+ * as broken: a proxy pooling by transaction (PgBouncer's transaction mode) accepts LISTEN but delivers nothing, and
+ * a connection the network dropped silently hears nothing until TCP gives up. When it breaks (that, or the server
+ * restarted), every listener is told notices may have been missed, and it connects again with a growing delay.
  */
 export class PostgresChangeFeed implements ChangeFeed {
   private readonly listeners = new Map<string, Set<NoticeListener>>();
@@ -136,6 +144,10 @@ export class PostgresChangeFeed implements ChangeFeed {
   private closed = false;
   private retryMs = RECONNECT_FIRST_MS;
   private retry: NodeJS.Timeout | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  /** This connection's own channel, for its probes, and the probe it waits to hear. */
+  private readonly probeChannel = `toolplane_probe_${randomBytes(8).toString("hex")}`;
+  private awaited: { token: string; heard: () => void } | null = null;
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -175,6 +187,7 @@ export class PostgresChangeFeed implements ChangeFeed {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retry) clearTimeout(this.retry);
+    if (this.heartbeat) clearInterval(this.heartbeat);
     const client = this.client;
     this.client = null;
     this.connected = false;
@@ -183,16 +196,24 @@ export class PostgresChangeFeed implements ChangeFeed {
 
   private async connect(): Promise<void> {
     this.retry = null;
-    const client = new pg.Client({ ...this.config, keepAlive: true });
+    // Named, so an operator sees what this connection is in pg_stat_activity.
+    const client = new pg.Client({ ...this.config, keepAlive: true, application_name: LISTENER_NAME });
     this.client = client;
     client.on("notification", ({ channel, payload }) => {
+      if (channel === this.probeChannel) {
+        const awaited = this.awaited;
+        if (awaited && payload === awaited.token) awaited.heard();
+        return;
+      }
       for (const listener of this.listeners.get(channel) ?? []) listener(payload ?? "");
     });
     client.on("error", () => this.reconnect(client));
     client.on("end", () => this.reconnect(client));
     try {
       await client.connect();
+      await client.query(`listen "${this.probeChannel}"`);
       await this.listenAll(client);
+      await this.probe(client);
     } catch {
       this.reconnect(client);
       return;
@@ -200,8 +221,31 @@ export class PostgresChangeFeed implements ChangeFeed {
     if (this.client !== client) return;
     this.connected = true;
     this.retryMs = RECONNECT_FIRST_MS;
+    this.heartbeat = setInterval(() => {
+      this.probe(client).catch(() => this.reconnect(client));
+    }, PROBE_EVERY_MS).unref();
     // What changed before this connection listened was not heard.
     this.tellAll(null);
+  }
+
+  /** Sends a notice to this connection's own channel; rejects unless it is heard within PROBE_WITHIN_MS. */
+  private async probe(client: pg.Client): Promise<void> {
+    const token = randomBytes(8).toString("hex");
+    let timer: NodeJS.Timeout | undefined;
+    const heard = new Promise<void>((resolve, reject) => {
+      this.awaited = { token, heard: resolve };
+      timer = setTimeout(
+        () => reject(new Error("the listening connection did not hear its own notice")),
+        PROBE_WITHIN_MS,
+      );
+    });
+    try {
+      // The query of a connection that went silent never answers: the wait for the notice bounds it.
+      await Promise.all([client.query("select pg_notify($1, $2)", [this.probeChannel, token]), heard]);
+    } finally {
+      clearTimeout(timer);
+      if (this.awaited?.token === token) this.awaited = null;
+    }
   }
 
   private async listenAll(client: pg.Client): Promise<void> {
@@ -214,6 +258,8 @@ export class PostgresChangeFeed implements ChangeFeed {
   private reconnect(client: pg.Client): void {
     if (this.client !== client) return;
     this.client = null;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
     const wasLive = this.connected;
     this.connected = false;
     if (wasLive) this.tellAll(null);

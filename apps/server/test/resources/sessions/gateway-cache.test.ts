@@ -2,6 +2,7 @@
 // from memory only while nothing it was read from changed, whoever changed it. Run on PGlite and on PostgreSQL.
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
+import { LISTENER_NAME } from "../../../src/db/changes.ts";
 import { gatewaySessionLoader } from "../../../src/resources/sessions/gateway-view.ts";
 import { fixture, useTestServer } from "../../support/fixture.ts";
 import { createSession, deploymentRef, everythingDeployment } from "./session-fixtures.ts";
@@ -82,8 +83,10 @@ describe("gateway session views in memory", () => {
     await silence("sessions", "sessions_changed");
 
     // The listening connection is killed: from then on, unannounced changes are seen (nothing served from memory).
-    await sql`select pg_terminate_backend(pid) from pg_stat_activity
-      where datname = current_database() and query ilike 'listen %'`.execute(t.db);
+    const listening = await sql<{ pid: number }>`select pid from pg_stat_activity
+      where datname = current_database() and application_name = ${LISTENER_NAME}`.execute(t.db);
+    expect(listening.rows).toHaveLength(1);
+    await sql`select pg_terminate_backend(${listening.rows[0]?.pid})`.execute(t.db);
     await setStatus(session.id, "archived");
     await expect.poll(async () => (await load(session.id))?.status).toBe("archived");
 
