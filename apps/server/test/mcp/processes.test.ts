@@ -63,6 +63,62 @@ describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", 
     await admin.end();
   });
 
+  it("see a change made through the other process within moments (session views in memory, dropped by NOTIFY)", async () => {
+    const [a, b] = servers;
+    if (!a || !b) throw new Error("servers not started");
+    const api = (base: string, method: string, path: string, body?: unknown) =>
+      fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    const everything = await database.db
+      .selectFrom("providers")
+      .select("id")
+      .where("slug", "=", "everything")
+      .executeTakeFirstOrThrow();
+    const deployment = (await (
+      await api(a.url, "POST", "/provider-deployments", { name: "Views", provider_id: everything.id })
+    ).json()) as { id: string };
+    const session = (await (
+      await api(a.url, "POST", "/sessions", {
+        providers: { provider_deployment: { type: "reference", provider_deployment_id: deployment.id } },
+      })
+    ).json()) as { id: string; secret: string; provider_deployments: { id: string }[] };
+    /** tools/list through process B (a 2025 request without an MCP session: served per request). */
+    const toolsViaB = async (): Promise<number | string[]> => {
+      const res = await fetch(`${b.url}/mcp/${session.id}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${session.secret}`,
+          accept: "application/json, text/event-stream",
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+      });
+      if (res.status !== 200) return res.status;
+      const text = await res.text();
+      const message = JSON.parse(/^data: (.+)$/m.exec(text)?.[1] ?? text) as { result: { tools: { name: string }[] } };
+      return message.result.tools.map((tool) => tool.name);
+    };
+    // B has read (and keeps) the session's view.
+    expect(await toolsViaB()).toContain("echo");
+    expect(await toolsViaB()).toContain("echo");
+
+    // The provider removed through A: B no longer offers its tools.
+    const removed = await api(
+      a.url,
+      "DELETE",
+      `/sessions/${session.id}/providers/${session.provider_deployments[0]?.id}`,
+    );
+    expect(removed.status).toBeLessThan(300);
+    await expect.poll(toolsViaB, { timeout: 5_000 }).toEqual([]);
+
+    // The session deleted through A: B answers 404.
+    expect((await api(a.url, "DELETE", `/sessions/${session.id}`)).status).toBeLessThan(300);
+    await expect.poll(toolsViaB, { timeout: 5_000 }).toBe(404);
+  });
+
   it("serve one session alternately, and stop their upstream children on SIGTERM", async () => {
     const [a, b] = servers;
     if (!a || !b) throw new Error("servers not started");
@@ -106,9 +162,10 @@ describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", 
     const calls = (await api(a.url, `/sessions/${session.id}/tool-calls`)) as unknown as { items: unknown[] };
     expect(calls.items).toHaveLength(4);
 
-    // Each process started its own stdio upstream; a graceful stop ends them.
-    const upstreamChildren = servers.flatMap(({ child }) => upstreamsOf(child.pid ?? 0));
-    expect(upstreamChildren).toHaveLength(2);
+    // Each process started its own stdio upstreams (one for this session; the test before left another in B); a
+    // graceful stop ends them.
+    const upstreamChildren = servers.map(({ child }) => upstreamsOf(child.pid ?? 0));
+    expect(upstreamChildren.map((children) => children.length)).toEqual([1, 2]);
     await Promise.all(
       servers.map(
         ({ child }) =>
@@ -119,6 +176,6 @@ describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", 
       ),
     );
     expect(servers.map(({ child }) => child.exitCode)).toEqual([0, 0]);
-    expect(upstreamChildren.filter(running)).toEqual([]);
+    expect(upstreamChildren.flat().filter(running)).toEqual([]);
   });
 });
