@@ -5,8 +5,11 @@ import {
   classifyInboundRequest,
   isJsonContentType,
   LOG_LEVEL_META_KEY,
+  MissingRequiredClientCapabilityError,
   type Notification,
   PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
   type Result,
   SERVER_INFO_META_KEY,
 } from "@modelcontextprotocol/server";
@@ -141,12 +144,16 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
     requestState: () => undefined,
   };
   let response: Params;
+  let status = 200;
   try {
     const result = await callToolPerRequest(caller, request, call.params);
+    assertQuestionsDeclared(result, call.capabilities);
     response = { result: encoded(result), jsonrpc: "2.0", id: call.id };
   } catch (thrown) {
     const error = protocolErrorOf(thrown) as { code?: unknown; message?: string; data?: unknown };
     const code = Number.isSafeInteger(error.code) ? (error.code as number) : -32603;
+    // The SDK answers an undeclared capability with the validation ladder's status even after its handler ran.
+    if (code === ProtocolErrorCode.MissingRequiredClientCapability) status = 400;
     response = {
       jsonrpc: "2.0",
       id: call.id,
@@ -159,7 +166,66 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
   }
   if (control.signal.aborted) return;
   if (res.headersSent) res.end(frame(response));
-  else res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify(response));
+  else res.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(response));
+}
+
+/**
+ * An input_required round asks only what the request's envelope declared the client can answer, as the SDK's
+ * input-required seam checks: elicitation (form, or url in URL mode; a bare `elicitation: {}` counts as form),
+ * sampling (with `tools` when the request uses tools) and roots.
+ */
+function assertQuestionsDeclared(result: Result, declared: ClientCapabilities | undefined): void {
+  if (result.resultType !== "input_required" || !isPlainObject(result.inputRequests)) return;
+  for (const [key, entry] of Object.entries(result.inputRequests)) {
+    const question = entry as { method?: unknown; params?: Params };
+    const required = requiredFor(question);
+    if (!required) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InternalError,
+        `Handler for tools/call returned an input request '${key}' of kind '${String(question.method)}', which is not an embedded request the 2026-07-28 revision defines`,
+      );
+    }
+    const missing = missingCapabilities(required, declared as Params | undefined);
+    if (missing) {
+      throw new MissingRequiredClientCapabilityError(
+        { requiredCapabilities: missing },
+        `Cannot request input '${key}' (${String(question.method)}): the request's client capabilities do not declare the required capability`,
+      );
+    }
+  }
+}
+
+function requiredFor(question: { method?: unknown; params?: Params }): Params | undefined {
+  switch (question.method) {
+    case "elicitation/create":
+      return { elicitation: question.params?.mode === "url" ? { url: {} } : { form: {} } };
+    case "sampling/createMessage":
+      return question.params?.tools !== undefined || question.params?.toolChoice !== undefined
+        ? { sampling: { tools: {} } }
+        : { sampling: {} };
+    case "roots/list":
+      return { roots: {} };
+    default:
+      return undefined;
+  }
+}
+
+function missingCapabilities(required: Params, declared: Params | undefined): Params | undefined {
+  const missing: Params = {};
+  for (const [capability, requirement] of Object.entries(required)) {
+    const given = declared?.[capability];
+    if (given === undefined) {
+      missing[capability] = requirement;
+      continue;
+    }
+    if (!isPlainObject(requirement) || !isPlainObject(given)) continue;
+    const members = Object.entries(requirement).filter(
+      ([member]) =>
+        given[member] === undefined && !(capability === "elicitation" && member === "form" && given.url === undefined),
+    );
+    if (members.length > 0) missing[capability] = Object.fromEntries(members);
+  }
+  return Object.keys(missing).length > 0 ? missing : undefined;
 }
 
 const dataOf = (error: { data?: unknown }) => (error.data !== undefined ? { data: error.data } : {});

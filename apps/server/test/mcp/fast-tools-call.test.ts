@@ -223,6 +223,10 @@ describe("cancellation and input_required through the fast lane", () => {
     });
     expect(untokened(fast)).toEqual(untokened(sdk));
     expect(fast).toMatchObject({ body: { result: { resultType: "input_required" } } });
+    // A client that did not declare elicitation is not asked: the same -32021 error on both lanes.
+    const undeclared = await bothLanes(call);
+    expect(undeclared.fast).toEqual(undeclared.sdk);
+    expect(undeclared.fast).toMatchObject({ status: 400, body: { error: { code: -32021 } } });
     // The whole round trip with the official client.
     delete process.env.TOOLPLANE_MCP_FAST_CALLS;
     const client = new ModernClient(
