@@ -8,17 +8,15 @@ import type { Request } from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fastCallOf } from "../../src/mcp/fast-call.ts";
 import { upstreams } from "../../src/runtimes/pool.ts";
-import { type StartedTestServer, startTestServer } from "../support/server.ts";
-import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
+import type { StartedTestServer } from "../support/server.ts";
+import type { ModernUpstream } from "../support/upstream-modern.ts";
 import {
   type CreatedSession,
-  createSession,
-  deploymentRef,
-  deployProvider,
   endpointOf,
   firstText,
+  latestToolCall,
   mcpHeaders,
-  remoteProvider,
+  startModernSession,
 } from "./gateway-fixtures.ts";
 
 let t: StartedTestServer;
@@ -26,10 +24,7 @@ let modern: ModernUpstream;
 let session: CreatedSession;
 
 beforeAll(async () => {
-  [t, modern] = await Promise.all([startTestServer(), startModernUpstream()]);
-  const provider = await remoteProvider(t.db, "modern", modern.url);
-  const deployment = await deployProvider(t.client, provider.providerId, "Modern");
-  session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+  ({ t, modern, session } = await startModernSession());
 });
 
 afterAll(async () => {
@@ -200,12 +195,7 @@ describe("cancellation and input_required through the fast lane", () => {
     controller.abort();
     await expect.poll(() => modern.cancelled, { timeout: 5_000 }).toBe(before + 1);
     await expect
-      .poll(async () => {
-        const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
-          params: { path: { session_id: session.id }, query: { order: "desc", limit: 1 } },
-        });
-        return data?.items[0];
-      })
+      .poll(() => latestToolCall(t, session.id))
       .toMatchObject({ tool_key: "countdown", status: "cancelled", error: { code: "cancelled" } });
   });
 
