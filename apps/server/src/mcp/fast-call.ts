@@ -37,6 +37,13 @@ const ENVELOPE_KEYS = [
   CLIENT_CAPABILITIES_META_KEY,
   LOG_LEVEL_META_KEY,
 ];
+/** Notifications of the 2025 revisions that 2026-07-28 dropped: the SDK's server refuses to send them on it. */
+const REMOVED_NOTIFICATIONS = new Set([
+  "notifications/initialized",
+  "notifications/roots/list_changed",
+  "notifications/tasks/status",
+  "notifications/elicitation/complete",
+]);
 /** Members of a result the SDK does not give `content: []` when it has none (its TOOL_RESULT_FOREIGN_FAMILY_KEYS). */
 const FOREIGN_RESULT_KEYS = ["task", "inputRequests", "requestState"];
 const SSE_HEADERS = {
@@ -98,21 +105,18 @@ export function fastCallOf(req: Request): FastCall | null {
   ) {
     return null;
   }
-  const envelope = params._meta as Params;
-  const meta = Object.fromEntries(Object.entries(envelope).filter(([key]) => !ENVELOPE_KEYS.includes(key)));
-  const token = meta.progressToken;
+  // As the SDK hands them to its handler: the envelope lifted out of `_meta`, and `_meta` gone if nothing is left.
+  const { _meta: envelope, ...rest } = params as Params & { _meta: Params };
+  const kept = Object.fromEntries(Object.entries(envelope).filter(([key]) => !ENVELOPE_KEYS.includes(key)));
+  const token = kept.progressToken;
   if (token !== undefined && typeof token !== "string" && typeof token !== "number") return null;
+  const meta = Object.keys(kept).length > 0 ? kept : undefined;
   return {
     id,
-    params: Object.keys(meta).length > 0 ? { ...params, _meta: meta } : withoutMeta(params),
-    meta: Object.keys(meta).length > 0 ? meta : undefined,
+    params: meta ? { ...rest, _meta: meta } : rest,
+    meta,
     capabilities: envelope[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined,
   };
-}
-
-function withoutMeta(params: Params): Params {
-  const { _meta: _envelope, ...rest } = params;
-  return rest;
 }
 
 /**
@@ -137,6 +141,9 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
     signal: control.signal,
     ...(call.meta ? { _meta: call.meta } : {}),
     notify: async (notification: Notification) => {
+      if (REMOVED_NOTIFICATIONS.has(notification.method)) {
+        throw new Error(`Notification '${notification.method}' is not part of protocol revision ${REVISION}.`);
+      }
       if (control.signal.aborted || res.writableEnded) return;
       stream();
       res.write(frame({ ...notification, jsonrpc: "2.0" }));
