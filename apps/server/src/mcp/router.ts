@@ -13,7 +13,9 @@ import express, { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../app.ts";
 import { ApiKeyVerifier } from "../auth/api-keys.ts";
 import { newId } from "../lib/ids.ts";
+import { tracing } from "../observability/tracing.ts";
 import { gatewaySessionLoader } from "../resources/sessions/gateway-view.ts";
+import { answerFastCall, fastCallOf } from "./fast-call.ts";
 import { Gateway } from "./gateway.ts";
 import type { GatewaySession, LoadGatewaySession } from "./gateway-session.ts";
 import { SessionSubscriptions } from "./listen.ts";
@@ -251,6 +253,10 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   // subscriptions/listen streams are served per session, each with the change events of its own upstreams.
   const subscriptions = new SessionSubscriptions(gateway, perRequestServer, onerror);
   const jsonBody = express.json({ limit: deps.bodyLimitBytes, type: () => true });
+  // The fast lane answers plain 2026-07-28 tools/calls without building an SDK server per request;
+  // TOOLPLANE_MCP_FAST_CALLS=0 sends them through the SDK like every other request (read per request, so an
+  // operator's switch and a side-by-side comparison need no restart).
+  const fastCalls = () => process.env.TOOLPLANE_MCP_FAST_CALLS !== "0";
 
   router.post("/mcp/:sessionId", jsonBody, async (req, res) => {
     const session = await authorize(req, res);
@@ -333,6 +339,11 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   }
 
   async function servePerRequest(req: Request, res: Response, session: GatewaySession, serving: ServingContext) {
+    const call = fastCalls() && !tracing() ? fastCallOf(req) : null;
+    if (call) {
+      const capabilities = serving.clientCapabilities ?? call.capabilities;
+      return answerFastCall(res, call, { gateway, session: async () => session, serving, capabilities });
+    }
     const method = typeof req.body?.method === "string" ? req.body.method : undefined;
     (req as { auth?: unknown }).auth = {
       token: "",

@@ -53,7 +53,8 @@ export interface ServingContext {
   clientCapabilities?: ClientCapabilities;
 }
 
-const GATEWAY_INFO = { name: "toolplane-gateway", version: "0.1.0" };
+/** The gateway's identity, stamped on every result it sends a 2026-07-28 client. */
+export const GATEWAY_INFO = { name: "toolplane-gateway", version: "0.1.0" };
 const BASE_INSTRUCTIONS =
   "One MCP server for every provider of this Toolplane session. With several providers, tool and prompt names " +
   "start with the provider's slug and resource URIs with `<slug>+`.";
@@ -86,13 +87,18 @@ class GatewayServer extends TracedServer {
         : wrapped;
     return (request, ctx) =>
       serve(request, ctx).catch((error: unknown) => {
-        if (!isDatabaseUnavailable(error)) throw error;
-        throw new ProtocolError(
-          ProtocolErrorCode.InternalError,
-          "Toolplane's database is unavailable right now; nothing was run. Retry in a few seconds.",
-        );
+        throw protocolErrorOf(error);
       });
   }
+}
+
+/** What a handler threw, as the client hears it: a database that cannot be reached is said so in MCP terms. */
+export function protocolErrorOf(error: unknown): unknown {
+  if (!isDatabaseUnavailable(error)) return error;
+  return new ProtocolError(
+    ProtocolErrorCode.InternalError,
+    "Toolplane's database is unavailable right now; nothing was run. Retry in a few seconds.",
+  );
 }
 
 /**
@@ -212,111 +218,27 @@ export async function sessionMcpServer(
   server.setRequestHandler("resources/list", listing("resources/list") as never);
   server.setRequestHandler("resources/templates/list", listing("resources/templates/list") as never);
 
-  /** A call's outcome as the client gets it: the result with session-wide URIs, or its failure naming the provider. */
-  const toolCallResult = async (outcome: CallOutcome | null, key: string) => {
-    if (!outcome)
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${key} is not offered by this session.`);
-    const current = await session();
-    const provider = current.providers.find((p) => p.sessionProviderId === outcome.record.session_provider_id);
-    if (outcome.result) {
-      const names = gateway.namespaces(current);
-      const result = exposeUris(outcome.result, names, outcome.record.session_provider_id);
-      return exposeTaskIds(result, names, outcome.record.session_provider_id);
-    }
-    const failure = outcome.failure ?? new UpstreamFailure("upstream_unavailable", "The tool call failed.");
-    const reason = failure instanceof ReauthenticationNeeded ? failure.clientMessage : failure.message;
-    const message = `Provider ${provider?.providerSlug ?? "?"}: ${reason}`;
-    if (failure.code === "upstream_error") throw new ProtocolError(failure.rpcCode ?? -32603, message, failure.rpcData);
-    return { content: [{ type: "text", text: message }], isError: true };
-  };
   const origin = () => ({ transport: "mcp" as const, connectionId: serving.connectionId });
 
   server.setRequestHandler("tools/call", (async (request: { params: Params }, ctx: ServerContext) => {
+    if (!serving.canRequest) {
+      const capabilities = clientCapabilities(server, ctx, serving);
+      return callToolPerRequest({ gateway, session, serving, capabilities }, ctx.mcpReq, request.params);
+    }
     const current = await session();
     const { name, arguments: input, ...rest } = request.params;
     const key = String(name);
-    if (serving.canRequest) {
-      const outcome = await gateway
-        .call(current, key, input as Params | undefined, origin(), {
-          ...downstream(ctx),
-          signal: ctx.mcpReq.signal,
-          ...progressRelay(ctx),
-          params: forwardedParams(rest, ctx),
-        })
-        .catch((error: unknown) => {
-          throw asProtocolError(error);
-        });
-      return toolCallResult(outcome, key);
-    }
-
-    // Per request (2026-07-28, or 2025 without a session): questions the upstream puts to the client while the
-    // call runs leave as input_required rounds, and the call waits here for the retry that answers them.
-    const requestState = ctx.mcpReq.requestState() ?? rest.requestState;
-    let continuation: Continuation<CallEnd>;
-    let live: LiveCall;
-    if (Continuations.isToken(requestState)) {
-      const held = continuations.take(requestState, current.id);
-      const heldLive = held && liveCalls.get(held);
-      if (!held || !heldLive) {
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidParams,
-          "This call is not waiting on this server process any more (it expired, or the retry reached another replica).",
-        );
-      }
-      continuation = held;
-      live = heldLive;
-      live.ctx = ctx;
-      continuation.answer(ctx.mcpReq.inputResponses ?? (rest.inputResponses as Params | undefined));
-    } else {
-      continuation = new Continuation<CallEnd>(current.id);
-      live = { ctx, control: new AbortController() };
-      liveCalls.set(continuation, live);
-      const base = downstream(ctx);
-      const progressToken = () => live.ctx.mcpReq._meta?.progressToken;
-      gateway
-        .call(current, key, input as Params | undefined, origin(), {
-          ...base,
-          caller: () => ({
-            request: (embedded, signal) => continuation.ask(embedded, signal),
-            notify: (notification) => {
-              if (notification.method === "notifications/progress") return;
-              void live.ctx.mcpReq.notify(notification).catch(() => undefined);
-            },
-          }),
-          signal: live.control.signal,
-          onprogress: (progress) => {
-            const token = progressToken();
-            if (token === undefined) return;
-            void live.ctx.mcpReq
-              .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
-              .catch(() => undefined);
-          },
-          params: forwardedParams(rest, ctx),
-        })
-        .then(
-          (outcome) => continuation.end({ outcome }),
-          (error: unknown) => continuation.end({ error }),
-        );
-    }
-    // While the client waits on this request, cancelling it cancels the call.
-    const cancel = () => live.control.abort(ctx.mcpReq.signal.reason);
-    ctx.mcpReq.signal.addEventListener("abort", cancel);
-    try {
-      const step = await continuation.next();
-      if (step.kind === "ask") {
-        continuations.hold(continuation);
-        return {
-          resultType: "input_required",
-          inputRequests: { [step.key]: step.request },
-          requestState: continuation.token,
-        };
-      }
-      continuations.release(continuation);
-      if ("error" in step.outcome) throw asProtocolError(step.outcome.error);
-      return toolCallResult(step.outcome.outcome, key);
-    } finally {
-      ctx.mcpReq.signal.removeEventListener("abort", cancel);
-    }
+    const outcome = await gateway
+      .call(current, key, input as Params | undefined, origin(), {
+        ...downstream(ctx),
+        signal: ctx.mcpReq.signal,
+        ...progressRelay(ctx.mcpReq),
+        params: forwardedParams(rest, ctx.mcpReq),
+      })
+      .catch((error: unknown) => {
+        throw asProtocolError(error);
+      });
+    return toolCallResult(gateway, session, outcome, key);
   }) as never);
 
   server.setRequestHandler("prompts/get", (async (request: { params: Params }, ctx: ServerContext) => {
@@ -328,7 +250,7 @@ export async function sessionMcpServer(
     if (!target)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Prompt ${key} is not offered by this session.`);
     const result = await forward(ctx, target.provider, target.upstream, "prompts/get", {
-      ...forwardedParams(request.params, ctx),
+      ...forwardedParams(request.params, ctx.mcpReq),
       name: target.name,
     });
     return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
@@ -346,7 +268,7 @@ export async function sessionMcpServer(
     const current = await session();
     const target = await locateResource(current, String(request.params.uri), ctx);
     const result = await forward(ctx, target.provider, target.upstream, "resources/read", {
-      ...forwardedParams(request.params, ctx),
+      ...forwardedParams(request.params, ctx.mcpReq),
       uri: target.uri,
     });
     return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
@@ -390,7 +312,7 @@ export async function sessionMcpServer(
       const what = byPrompt ? `Prompt ${String(ref.name)}` : `Resource template ${String(ref.uri)}`;
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `${what} is not offered by this session.`);
     }
-    const params = { ...forwardedParams(request.params, ctx), ref: target.ref };
+    const params = { ...forwardedParams(request.params, ctx.mcpReq), ref: target.ref };
     const result = await forward(ctx, target.provider, target.upstream, "completion/complete", params);
     return exposeUris(result, gateway.namespaces(current), null);
   }) as never);
@@ -456,7 +378,7 @@ export async function sessionMcpServer(
       target.provider,
       target.upstream,
       method,
-      { ...forwardedParams(params, ctx), taskId: target.uri },
+      { ...forwardedParams(params, ctx.mcpReq), taskId: target.uri },
       { untilDone: method === "tasks/result" },
     );
     return exposeTaskIds(
@@ -475,7 +397,9 @@ export async function sessionMcpServer(
     const only = current.providers.length === 1 ? current.providers[0] : undefined;
     if (!only) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${request.method}`);
     const upstream = await gateway.upstreamFor(current.instanceId, only, downstream(ctx as ServerContext));
-    const params = request.params ? forwardedParams(request.params as Params, ctx as ServerContext) : undefined;
+    const params = request.params
+      ? forwardedParams(request.params as Params, (ctx as ServerContext).mcpReq)
+      : undefined;
     return forward(ctx as ServerContext, only, upstream, request.method, params) as never;
   };
 
@@ -491,7 +415,7 @@ export async function sessionMcpServer(
       .forward(provider, upstream, method, params, {
         ...downstream(ctx),
         signal: ctx.mcpReq.signal,
-        ...progressRelay(ctx),
+        ...progressRelay(ctx.mcpReq),
         ...options,
       })
       .catch((error: unknown) => {
@@ -509,16 +433,145 @@ function assertDeclared(method: string, capabilities: ClientCapabilities | undef
   }
 }
 
+/**
+ * What serving a tools/call needs of its request: the SDK's `ctx.mcpReq` is one, and so is the fast lane's view of
+ * a plain HTTP exchange (fast-call.ts), so both serve a call with the same code.
+ */
+export interface CallRequest {
+  /** Aborted when the client goes away or cancels. */
+  signal: AbortSignal;
+  /** The request's `_meta` without the 2026-07-28 envelope (the progress token, trace context, the client's own). */
+  _meta?: Params;
+  notify(notification: Notification): Promise<void>;
+  /** The `requestState` of a retry that answers an `input_required` round. */
+  requestState(): unknown;
+  /** The answers of a retry that answers an `input_required` round. */
+  inputResponses?: Params;
+}
+
 /** How a call started per request ends: its outcome, or an error before it had one. */
 type CallEnd = { outcome: CallOutcome | null } | { error: unknown };
 /** The request of a per-request call the client is waiting on right now (the first, then each retry). */
 interface LiveCall {
-  ctx: ServerContext;
+  req: CallRequest;
   control: AbortController;
 }
 /** Calls whose upstream asked the client something, waiting for the retry that brings the answer (per process). */
 const continuations = new Continuations<CallEnd>(upstreamTimeoutMs());
 const liveCalls = new WeakMap<Continuation<CallEnd>, LiveCall>();
+
+/** Who a per-request tools/call is served for. */
+export interface PerRequestCaller {
+  gateway: Gateway;
+  session: () => Promise<GatewaySession>;
+  serving: ServingContext;
+  capabilities: ClientCapabilities | undefined;
+}
+
+/**
+ * A tools/call served per request (2026-07-28, or 2025 without a session): questions the upstream puts to the
+ * client while the call runs leave as input_required rounds, and the call waits here for the retry that answers
+ * them. Its result or error is the handler's, before the SDK's (or the fast lane's) encoding.
+ */
+export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequest, params: Params): Promise<Result> {
+  const { gateway, session, serving, capabilities } = caller;
+  const current = await session();
+  const { name, arguments: input, ...rest } = params;
+  const key = String(name);
+  const requestState = req.requestState() ?? rest.requestState;
+  let continuation: Continuation<CallEnd>;
+  let live: LiveCall;
+  if (Continuations.isToken(requestState)) {
+    const held = continuations.take(requestState, current.id);
+    const heldLive = held && liveCalls.get(held);
+    if (!held || !heldLive) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        "This call is not waiting on this server process any more (it expired, or the retry reached another replica).",
+      );
+    }
+    continuation = held;
+    live = heldLive;
+    live.req = req;
+    continuation.answer(req.inputResponses ?? (rest.inputResponses as Params | undefined));
+  } else {
+    continuation = new Continuation<CallEnd>(current.id);
+    live = { req, control: new AbortController() };
+    liveCalls.set(continuation, live);
+    gateway
+      .call(
+        current,
+        key,
+        input as Params | undefined,
+        { transport: "mcp", connectionId: serving.connectionId },
+        {
+          capabilities,
+          connectionId: serving.connectionId,
+          caller: () => ({
+            request: (embedded, signal) => continuation.ask(embedded, signal),
+            notify: (notification) => {
+              if (notification.method === "notifications/progress") return;
+              void live.req.notify(notification).catch(() => undefined);
+            },
+          }),
+          signal: live.control.signal,
+          onprogress: (progress) => {
+            const token = live.req._meta?.progressToken;
+            if (token === undefined) return;
+            void live.req
+              .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
+              .catch(() => undefined);
+          },
+          params: forwardedParams(rest, req),
+        },
+      )
+      .then(
+        (outcome) => continuation.end({ outcome }),
+        (error: unknown) => continuation.end({ error }),
+      );
+  }
+  // While the client waits on this request, cancelling it cancels the call.
+  const cancel = () => live.control.abort(req.signal.reason);
+  req.signal.addEventListener("abort", cancel);
+  try {
+    const step = await continuation.next();
+    if (step.kind === "ask") {
+      continuations.hold(continuation);
+      return {
+        resultType: "input_required",
+        inputRequests: { [step.key]: step.request },
+        requestState: continuation.token,
+      };
+    }
+    continuations.release(continuation);
+    if ("error" in step.outcome) throw asProtocolError(step.outcome.error);
+    return toolCallResult(gateway, session, step.outcome.outcome, key);
+  } finally {
+    req.signal.removeEventListener("abort", cancel);
+  }
+}
+
+/** A call's outcome as the client gets it: the result with session-wide URIs, or its failure naming the provider. */
+async function toolCallResult(
+  gateway: Gateway,
+  session: () => Promise<GatewaySession>,
+  outcome: CallOutcome | null,
+  key: string,
+): Promise<Result> {
+  if (!outcome) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${key} is not offered by this session.`);
+  const current = await session();
+  const provider = current.providers.find((p) => p.sessionProviderId === outcome.record.session_provider_id);
+  if (outcome.result) {
+    const names = gateway.namespaces(current);
+    const result = exposeUris(outcome.result, names, outcome.record.session_provider_id);
+    return exposeTaskIds(result, names, outcome.record.session_provider_id);
+  }
+  const failure = outcome.failure ?? new UpstreamFailure("upstream_unavailable", "The tool call failed.");
+  const reason = failure instanceof ReauthenticationNeeded ? failure.clientMessage : failure.message;
+  const message = `Provider ${provider?.providerSlug ?? "?"}: ${reason}`;
+  if (failure.code === "upstream_error") throw new ProtocolError(failure.rpcCode ?? -32603, message, failure.rpcData);
+  return { content: [{ type: "text", text: message }], isError: true };
+}
 
 /**
  * The client's capabilities: from its request's `_meta` envelope (2026-07-28), or from its `initialize` (2025),
@@ -538,11 +591,11 @@ function clientCapabilities(
  * sets itself (its envelope, a progress token of its own), and the answers of an `input_required` round (sent by a
  * 2026-07-28 client, or gathered from a 2025 client by the SDK's shim) with the upstream's `requestState`.
  */
-function forwardedParams(params: Params, ctx: ServerContext): Params {
+function forwardedParams(params: Params, req: Pick<CallRequest, "inputResponses" | "requestState">): Params {
   const { _meta: meta, ...rest } = params as Params & { _meta?: Params };
   const kept = Object.fromEntries(Object.entries(meta ?? {}).filter(([key]) => !ENVELOPE_KEYS.has(key)));
-  const inputResponses = ctx.mcpReq.inputResponses ?? rest.inputResponses;
-  const requestState = ctx.mcpReq.requestState() ?? rest.requestState;
+  const inputResponses = req.inputResponses ?? rest.inputResponses;
+  const requestState = req.requestState() ?? rest.requestState;
   return {
     ...rest,
     ...(Object.keys(kept).length > 0 ? { _meta: kept } : {}),
@@ -552,12 +605,12 @@ function forwardedParams(params: Params, ctx: ServerContext): Params {
 }
 
 /** Upstream progress, sent to the client under its own progress token (only when it asked for progress). */
-function progressRelay(ctx: ServerContext) {
-  const progressToken = ctx.mcpReq._meta?.progressToken;
+function progressRelay(req: Pick<CallRequest, "_meta" | "notify">) {
+  const progressToken = req._meta?.progressToken;
   if (progressToken === undefined) return {};
   return {
     onprogress: (progress: { progress: number; total?: number; message?: string }) => {
-      void ctx.mcpReq
+      void req
         .notify({ method: "notifications/progress", params: { ...progress, progressToken } })
         .catch(() => undefined);
     },

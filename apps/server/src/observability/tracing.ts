@@ -55,6 +55,9 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
   return true;
 }
 
+/** Whether spans are recorded: requests that the gateway serves without the SDK's server then go through it. */
+export const tracing = (): boolean => sdk !== null;
+
 /** Exports the spans still buffered and stops the SDK (at shutdown). */
 export async function stopTracing(): Promise<void> {
   const running = sdk;

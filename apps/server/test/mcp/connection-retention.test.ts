@@ -4,17 +4,9 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
-import { type StartedTestServer, startTestServer } from "../support/server.ts";
-import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
-import {
-  type CreatedSession,
-  createSession,
-  deploymentRef,
-  deployProvider,
-  endpointOf,
-  mcpHeaders,
-  remoteProvider,
-} from "./gateway-fixtures.ts";
+import type { StartedTestServer } from "../support/server.ts";
+import type { ModernUpstream } from "../support/upstream-modern.ts";
+import { type CreatedSession, endpointOf, mcpHeaders, startModernSession } from "./gateway-fixtures.ts";
 
 // Read when the app is built.
 process.env.TOOLPLANE_MCP_CONNECTION_IDLE_MS = "2000";
@@ -24,10 +16,7 @@ let modern: ModernUpstream;
 let session: CreatedSession;
 
 beforeAll(async () => {
-  [t, modern] = await Promise.all([startTestServer(), startModernUpstream()]);
-  const provider = await remoteProvider(t.db, "modern", modern.url);
-  const deployment = await deployProvider(t.client, provider.providerId, "Modern");
-  session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+  ({ t, modern, session } = await startModernSession());
 });
 
 afterAll(async () => {

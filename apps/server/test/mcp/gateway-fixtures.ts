@@ -6,7 +6,8 @@ import type { CatalogEntry } from "../../src/catalog/loader.ts";
 import type { Runtime } from "../../src/db/schema.ts";
 import { EMPTY_CONFIG_SCHEMA, loadTestCatalog } from "../support/catalog-fixtures.ts";
 import { expectCreated } from "../support/deployment-fixtures.ts";
-import type { TestServer } from "../support/server.ts";
+import { startTestServer, type TestServer } from "../support/server.ts";
+import { startModernUpstream } from "../support/upstream-modern.ts";
 
 type ApiClient = TestServer["client"];
 
@@ -119,3 +120,20 @@ export const mcpHeaders = (token: string) => ({
   "content-type": "application/json",
   accept: "application/json, text/event-stream",
 });
+
+/** A test server with one session whose only provider is the MCP 2026-07-28 upstream fixture. */
+export async function startModernSession() {
+  const [t, modern] = await Promise.all([startTestServer(), startModernUpstream()]);
+  const provider = await remoteProvider(t.db, "modern", modern.url);
+  const deployment = await deployProvider(t.client, provider.providerId, "Modern");
+  const session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+  return { t, modern, session };
+}
+
+/** The tool call a session recorded last, as the API lists it. */
+export async function latestToolCall(t: Pick<TestServer, "client">, sessionId: string) {
+  const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+    params: { path: { session_id: sessionId }, query: { order: "desc", limit: 1 } },
+  });
+  return data?.items[0];
+}

@@ -30,6 +30,7 @@ import {
   endpointOf,
   firstText,
   initializeBody,
+  latestToolCall,
   mcpHeaders,
   remoteProvider,
 } from "./gateway-fixtures.ts";
@@ -257,12 +258,7 @@ describe("progress, timeouts and cancellation", () => {
     await expect(call).rejects.toThrow();
     await expect.poll(() => modern.cancelled, { timeout: 5_000 }).toBe(before + 1);
     await expect
-      .poll(async () => {
-        const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
-          params: { path: { session_id: onlyModern.id }, query: { order: "desc", limit: 1 } },
-        });
-        return data?.items[0];
-      })
+      .poll(() => latestToolCall(t, onlyModern.id))
       .toMatchObject({ tool_key: "countdown", status: "cancelled", error: { code: "cancelled" } });
   });
 });

@@ -1,0 +1,256 @@
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  type ClientCapabilities,
+  classifyInboundRequest,
+  isJsonContentType,
+  LOG_LEVEL_META_KEY,
+  MissingRequiredClientCapabilityError,
+  type Notification,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  type Result,
+  SERVER_INFO_META_KEY,
+} from "@modelcontextprotocol/server";
+import type { Request, Response } from "express";
+import {
+  type CallRequest,
+  callToolPerRequest,
+  GATEWAY_INFO,
+  type PerRequestCaller,
+  protocolErrorOf,
+} from "./server.ts";
+
+type Params = Record<string, unknown>;
+
+/**
+ * The one revision whose wire this lane writes: its encode contract (resultType, serverInfo in `_meta`) and its
+ * per-request exchange (JSON, or SSE from the first notification) are mirrored below from the SDK's
+ * createMcpHandler / PerRequestHTTPServerTransport. A later revision goes to the SDK until it is mirrored too.
+ */
+const REVISION = "2026-07-28";
+/** The envelope keys the SDK lifts out of `_meta` before a handler sees it (its RESERVED_ENVELOPE_META_KEYS). */
+const ENVELOPE_KEYS = [
+  PROTOCOL_VERSION_META_KEY,
+  CLIENT_INFO_META_KEY,
+  CLIENT_CAPABILITIES_META_KEY,
+  LOG_LEVEL_META_KEY,
+];
+/** Notifications of the 2025 revisions that 2026-07-28 dropped: the SDK's server refuses to send them on it. */
+const REMOVED_NOTIFICATIONS = new Set([
+  "notifications/initialized",
+  "notifications/roots/list_changed",
+  "notifications/tasks/status",
+  "notifications/elicitation/complete",
+]);
+/** Members of a result the SDK does not give `content: []` when it has none (its TOOL_RESULT_FOREIGN_FAMILY_KEYS). */
+const FOREIGN_RESULT_KEYS = ["task", "inputRequests", "requestState"];
+const SSE_HEADERS = {
+  "Content-Type": "text/event-stream",
+  "Cache-Control": "no-cache, no-transform",
+  Connection: "keep-alive",
+  "X-Accel-Buffering": "no",
+};
+/** The SDK's default interval between SSE keep-alive comments. */
+const KEEP_ALIVE_MS = 15_000;
+
+/** A 2026-07-28 tools/call the fast lane answers: its id, params, the handler's `_meta` and the envelope's capabilities. */
+export interface FastCall {
+  id: string | number;
+  params: Params;
+  meta: Params | undefined;
+  capabilities: ClientCapabilities | undefined;
+}
+
+const isPlainObject = (value: unknown): value is Params =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+/** The SDK compares standard headers after stripping HTTP whitespace (spaces and tabs) at both ends. */
+const header = (req: Request, name: string) => {
+  const value = req.headers[name];
+  return typeof value === "string" ? value.replace(/^[ \t]+|[ \t]+$/g, "") : undefined;
+};
+
+/**
+ * The request as a fast-lane tools/call, or null when anything about it is not the plain case (the SDK answers it,
+ * with its own validation ladder and errors): one well-formed 2026-07-28 `tools/call` whose standard headers name
+ * exactly its revision, method and tool, with no task, no retry of an `input_required` round, and a valid
+ * progress token if any.
+ */
+export function fastCallOf(req: Request): FastCall | null {
+  const body = req.body as unknown;
+  if (!isPlainObject(body) || body.method !== "tools/call" || !isJsonContentType(req.headers["content-type"])) {
+    return null;
+  }
+  const { id, params } = body;
+  if ((typeof id !== "string" && typeof id !== "number") || !isPlainObject(params)) return null;
+  if (typeof params.name !== "string" || (params.arguments !== undefined && !isPlainObject(params.arguments))) {
+    return null;
+  }
+  if ("task" in params || "requestState" in params || "inputResponses" in params) return null;
+  const route = classifyInboundRequest({
+    httpMethod: req.method,
+    protocolVersionHeader: header(req, "mcp-protocol-version"),
+    mcpMethodHeader: header(req, "mcp-method"),
+    mcpNameHeader: header(req, "mcp-name"),
+    body,
+  });
+  if (route.kind !== "modern" || route.classification.era !== "modern" || route.classification.revision !== REVISION) {
+    return null;
+  }
+  if (
+    header(req, "mcp-protocol-version") !== REVISION ||
+    header(req, "mcp-method") !== "tools/call" ||
+    header(req, "mcp-name") !== params.name
+  ) {
+    return null;
+  }
+  // As the SDK hands them to its handler: the envelope lifted out of `_meta`, and `_meta` gone if nothing is left.
+  const { _meta: envelope, ...rest } = params as Params & { _meta: Params };
+  const kept = Object.fromEntries(Object.entries(envelope).filter(([key]) => !ENVELOPE_KEYS.includes(key)));
+  const token = kept.progressToken;
+  if (token !== undefined && typeof token !== "string" && typeof token !== "number") return null;
+  const meta = Object.keys(kept).length > 0 ? kept : undefined;
+  return {
+    id,
+    params: meta ? { ...rest, _meta: meta } : rest,
+    meta,
+    capabilities: envelope[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined,
+  };
+}
+
+/**
+ * Serves a fast-lane call on the plain HTTP exchange, as the SDK's per-request transport would: the result (or
+ * the handler's JSON-RPC error) as JSON with status 200, or, once the call sends a notification, an SSE stream
+ * carrying the notifications and then the response. A client that goes away cancels the call and gets nothing.
+ */
+export async function answerFastCall(res: Response, call: FastCall, caller: PerRequestCaller) {
+  const control = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) control.abort(new Error("The client closed the request."));
+  };
+  res.on("close", onClose);
+  let keepAlive: NodeJS.Timeout | undefined;
+  const frame = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+  const stream = () => {
+    if (res.headersSent) return;
+    res.writeHead(200, SSE_HEADERS);
+    keepAlive = setInterval(() => res.write(": keepalive\n\n"), KEEP_ALIVE_MS).unref();
+  };
+  const request: CallRequest = {
+    signal: control.signal,
+    ...(call.meta ? { _meta: call.meta } : {}),
+    notify: async (notification: Notification) => {
+      if (REMOVED_NOTIFICATIONS.has(notification.method)) {
+        throw new Error(`Notification '${notification.method}' is not part of protocol revision ${REVISION}.`);
+      }
+      if (control.signal.aborted || res.writableEnded) return;
+      stream();
+      res.write(frame({ ...notification, jsonrpc: "2.0" }));
+    },
+    requestState: () => undefined,
+  };
+  let response: Params;
+  let status = 200;
+  try {
+    const result = await callToolPerRequest(caller, request, call.params);
+    assertQuestionsDeclared(result, call.capabilities);
+    response = { result: encoded(result), jsonrpc: "2.0", id: call.id };
+  } catch (thrown) {
+    const error = protocolErrorOf(thrown) as { code?: unknown; message?: string; data?: unknown };
+    const code = Number.isSafeInteger(error.code) ? (error.code as number) : -32603;
+    // The SDK answers an undeclared capability with the validation ladder's status even after its handler ran.
+    if (code === ProtocolErrorCode.MissingRequiredClientCapability) status = 400;
+    response = {
+      jsonrpc: "2.0",
+      id: call.id,
+      // The revision has no -32002 (resource not found): the SDK's encoder sends it as invalid params.
+      error: { code: code === -32002 ? -32602 : code, message: error.message ?? "Internal error", ...dataOf(error) },
+    };
+  } finally {
+    res.off("close", onClose);
+    clearInterval(keepAlive);
+  }
+  if (control.signal.aborted) return;
+  if (res.headersSent) res.end(frame(response));
+  else res.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(response));
+}
+
+/**
+ * An input_required round asks only what the request's envelope declared the client can answer, as the SDK's
+ * input-required seam checks: elicitation (form, or url in URL mode; a bare `elicitation: {}` counts as form),
+ * sampling (with `tools` when the request uses tools) and roots.
+ */
+function assertQuestionsDeclared(result: Result, declared: ClientCapabilities | undefined): void {
+  if (result.resultType !== "input_required" || !isPlainObject(result.inputRequests)) return;
+  for (const [key, entry] of Object.entries(result.inputRequests)) {
+    const question = entry as { method?: unknown; params?: Params };
+    const required = requiredFor(question);
+    if (!required) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InternalError,
+        `Handler for tools/call returned an input request '${key}' of kind '${String(question.method)}', which is not an embedded request the 2026-07-28 revision defines`,
+      );
+    }
+    const missing = missingCapabilities(required, declared as Params | undefined);
+    if (missing) {
+      throw new MissingRequiredClientCapabilityError(
+        { requiredCapabilities: missing },
+        `Cannot request input '${key}' (${String(question.method)}): the request's client capabilities do not declare the required capability`,
+      );
+    }
+  }
+}
+
+function requiredFor(question: { method?: unknown; params?: Params }): Params | undefined {
+  switch (question.method) {
+    case "elicitation/create":
+      return { elicitation: question.params?.mode === "url" ? { url: {} } : { form: {} } };
+    case "sampling/createMessage":
+      return question.params?.tools !== undefined || question.params?.toolChoice !== undefined
+        ? { sampling: { tools: {} } }
+        : { sampling: {} };
+    case "roots/list":
+      return { roots: {} };
+    default:
+      return undefined;
+  }
+}
+
+function missingCapabilities(required: Params, declared: Params | undefined): Params | undefined {
+  const missing: Params = {};
+  for (const [capability, requirement] of Object.entries(required)) {
+    const given = declared?.[capability];
+    if (given === undefined) {
+      missing[capability] = requirement;
+      continue;
+    }
+    if (!isPlainObject(requirement) || !isPlainObject(given)) continue;
+    const members = Object.entries(requirement).filter(
+      ([member]) =>
+        given[member] === undefined && !(capability === "elicitation" && member === "form" && given.url === undefined),
+    );
+    if (members.length > 0) missing[capability] = Object.fromEntries(members);
+  }
+  return Object.keys(missing).length > 0 ? missing : undefined;
+}
+
+const dataOf = (error: { data?: unknown }) => (error.data !== undefined ? { data: error.data } : {});
+
+/**
+ * The result as the SDK's server puts it on the 2026-07-28 wire: a tool result without content gets `content: []`,
+ * `resultType` is `complete` unless the handler said otherwise (`input_required`), and `_meta` names this server
+ * unless the result names one already.
+ */
+function encoded(result: Result): Params {
+  let out: Params = result;
+  const inputRequired = out.resultType !== undefined && out.resultType !== "complete";
+  if (!inputRequired && out.content === undefined && !FOREIGN_RESULT_KEYS.some((key) => key in out)) {
+    out = { ...out, content: [] };
+  }
+  if (out.resultType === undefined) out = { ...out, resultType: "complete" };
+  const meta = out._meta;
+  if (meta === undefined) return { ...out, _meta: { [SERVER_INFO_META_KEY]: GATEWAY_INFO } };
+  if (!isPlainObject(meta) || meta[SERVER_INFO_META_KEY] !== undefined) return out;
+  return { ...out, _meta: { ...meta, [SERVER_INFO_META_KEY]: GATEWAY_INFO } };
+}
