@@ -59,7 +59,8 @@ export function gatewaySessionLoader(db: Db, secrets: SecretBox, changes?: Chang
   // clients, or one client's concurrent calls) costs one read at a time, not one per request, and what each
   // request sees was read after it arrived or just before (never from an earlier request's finished read).
   const loading = new Map<string, Promise<GatewaySession | null>>();
-  const cache = changes && sessionCacheMs() > 0 ? new SessionCache(changes, sessionCacheMs()) : null;
+  const ttlMs = sessionCacheMs();
+  const cache = changes && ttlMs > 0 ? new SessionCache(changes, ttlMs) : null;
   return (sessionId) => {
     const held = cache?.get(sessionId);
     if (held) return Promise.resolve(held);

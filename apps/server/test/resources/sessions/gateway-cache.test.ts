@@ -26,12 +26,18 @@ async function newSession() {
   return createSession(t.client, { providers: [{ provider_deployment: deploymentRef(ev.deployment.id) }] });
 }
 
+/** A new active session whose view a new loader has read (and, the notices being heard, keeps). */
+async function viewedSession() {
+  const session = await newSession();
+  const load = gatewaySessionLoader(t.db, t.secrets, t.changes);
+  await expect.poll(() => t.changes.live).toBe(true);
+  expect((await load(session.id))?.status).toBe("active");
+  return { session, load };
+}
+
 describe("gateway session views in memory", () => {
   it("serves a view from memory, and drops it when a trigger announces a change (from any process)", async () => {
-    const session = await newSession();
-    const load = gatewaySessionLoader(t.db, t.secrets, t.changes);
-    await expect.poll(() => t.changes.live).toBe(true);
-    expect((await load(session.id))?.status).toBe("active");
+    const { session, load } = await viewedSession();
 
     // Unannounced, the change is not seen: the view came from memory.
     await silence("sessions", "sessions_changed");
@@ -45,10 +51,7 @@ describe("gateway session views in memory", () => {
   });
 
   it("drops every view before this process's own write to a table they are read from runs", async () => {
-    const session = await newSession();
-    const load = gatewaySessionLoader(t.db, t.secrets, t.changes);
-    await expect.poll(() => t.changes.live).toBe(true);
-    expect((await load(session.id))?.status).toBe("active");
+    const { session, load } = await viewedSession();
 
     // No notice comes (the trigger is off), yet the next read sees the write at once: no waiting, no polling.
     await silence("sessions", "sessions_changed");
@@ -76,10 +79,7 @@ describe("gateway session views in memory", () => {
 
   it("reads every request while the notices are not heard, and keeps views again once they are", async () => {
     if (!onPostgres()) return; // PGlite's notices are delivered in this process; there is no connection to lose.
-    const session = await newSession();
-    const load = gatewaySessionLoader(t.db, t.secrets, t.changes);
-    await expect.poll(() => t.changes.live).toBe(true);
-    expect((await load(session.id))?.status).toBe("active");
+    const { session, load } = await viewedSession();
     await silence("sessions", "sessions_changed");
 
     // The listening connection is killed: from then on, unannounced changes are seen (nothing served from memory).
