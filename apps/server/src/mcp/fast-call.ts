@@ -14,8 +14,10 @@ import {
   SERVER_INFO_META_KEY,
 } from "@modelcontextprotocol/server";
 import type { Request, Response } from "express";
+import { relayedCapabilities } from "../runtimes/pool.ts";
 import {
   type CallRequest,
+  type ConnectionRequest,
   callToolPerRequest,
   GATEWAY_INFO,
   type PerRequestCaller,
@@ -78,16 +80,9 @@ const header = (req: Request, name: string) => {
  * progress token if any.
  */
 export function fastCallOf(req: Request): FastCall | null {
-  const body = req.body as unknown;
-  if (!isPlainObject(body) || body.method !== "tools/call" || !isJsonContentType(req.headers["content-type"])) {
-    return null;
-  }
-  const { id, params } = body;
-  if ((typeof id !== "string" && typeof id !== "number") || !isPlainObject(params)) return null;
-  if (typeof params.name !== "string" || (params.arguments !== undefined && !isPlainObject(params.arguments))) {
-    return null;
-  }
-  if ("task" in params || "requestState" in params || "inputResponses" in params) return null;
+  const plain = plainToolsCall(req);
+  if (!plain) return null;
+  const { body, id, params } = plain;
   const route = classifyInboundRequest({
     httpMethod: req.method,
     protocolVersionHeader: header(req, "mcp-protocol-version"),
@@ -117,6 +112,24 @@ export function fastCallOf(req: Request): FastCall | null {
     meta,
     capabilities: envelope[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined,
   };
+}
+
+/**
+ * The one JSON-RPC `tools/call` request of a POST, when it is the plain kind both lanes take: a JSON body, a string
+ * or number id, a tool name, arguments that are an object if present, and no task or `input_required` retry.
+ */
+function plainToolsCall(req: Request): { body: Params; id: string | number; params: Params } | null {
+  const body = req.body as unknown;
+  if (!isPlainObject(body) || body.method !== "tools/call" || !isJsonContentType(req.headers["content-type"])) {
+    return null;
+  }
+  const { id, params } = body;
+  if ((typeof id !== "string" && typeof id !== "number") || !isPlainObject(params)) return null;
+  if (typeof params.name !== "string" || (params.arguments !== undefined && !isPlainObject(params.arguments))) {
+    return null;
+  }
+  if ("task" in params || "requestState" in params || "inputResponses" in params) return null;
+  return { body, id, params };
 }
 
 /**
@@ -157,16 +170,9 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
     assertQuestionsDeclared(result, call.capabilities);
     response = { result: encoded(result), jsonrpc: "2.0", id: call.id };
   } catch (thrown) {
-    const error = protocolErrorOf(thrown) as { code?: unknown; message?: string; data?: unknown };
-    const code = Number.isSafeInteger(error.code) ? (error.code as number) : -32603;
+    response = errorResponse(call.id, thrown);
     // The SDK answers an undeclared capability with the validation ladder's status even after its handler ran.
-    if (code === ProtocolErrorCode.MissingRequiredClientCapability) status = 400;
-    response = {
-      jsonrpc: "2.0",
-      id: call.id,
-      // The revision has no -32002 (resource not found): the SDK's encoder sends it as invalid params.
-      error: { code: code === -32002 ? -32602 : code, message: error.message ?? "Internal error", ...dataOf(error) },
-    };
+    if ((response.error as Params).code === ProtocolErrorCode.MissingRequiredClientCapability) status = 400;
   } finally {
     res.off("close", onClose);
     clearInterval(keepAlive);
@@ -235,7 +241,24 @@ function missingCapabilities(required: Params, declared: Params | undefined): Pa
   return Object.keys(missing).length > 0 ? missing : undefined;
 }
 
-const dataOf = (error: { data?: unknown }) => (error.data !== undefined ? { data: error.data } : {});
+/**
+ * A handler's error as the SDK's protocol layer answers it, in either era: its code (-32603 if it has none) and
+ * message, and its data if any. Neither revision's encoder sends -32002 (resource not found): it goes as invalid
+ * params.
+ */
+function errorResponse(id: string | number, thrown: unknown): Params {
+  const error = protocolErrorOf(thrown) as { code?: unknown; message?: string; data?: unknown };
+  const code = Number.isSafeInteger(error.code) ? (error.code as number) : ProtocolErrorCode.InternalError;
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: code === -32002 ? -32602 : code,
+      message: error.message ?? "Internal error",
+      ...(error.data !== undefined ? { data: error.data } : {}),
+    },
+  };
+}
 
 /**
  * The result as the SDK's server puts it on the 2026-07-28 wire: a tool result without content gets `content: []`,
@@ -253,4 +276,120 @@ function encoded(result: Result): Params {
   if (meta === undefined) return { ...out, _meta: { [SERVER_INFO_META_KEY]: GATEWAY_INFO } };
   if (!isPlainObject(meta) || meta[SERVER_INFO_META_KEY] !== undefined) return out;
   return { ...out, _meta: { ...meta, [SERVER_INFO_META_KEY]: GATEWAY_INFO } };
+}
+
+/** The revisions of a 2025-era session whose tools/calls the session lane answers (or no MCP-Protocol-Version). */
+const SESSION_REVISIONS = new Set(["2025-03-26", "2025-06-18", "2025-11-25"]);
+
+/** A tools/call on a 2025-era session held by this process, which the session lane answers. */
+export interface SessionCall {
+  id: string | number;
+  params: Params;
+  /** The request's `_meta`, as the SDK hands it to its handler in these revisions (unchanged). */
+  meta: Params | undefined;
+}
+
+/** A 2025-era session's connection, as the session lane serves tools/calls on it. */
+export interface SessionLane {
+  /** The connection's `Mcp-Session-Id`. */
+  connectionId: string;
+  /** The connection's tools/call, as its SDK handler serves it. */
+  callOnConnection: (req: ConnectionRequest, params: Params) => Promise<Result>;
+  /**
+   * The lane's calls under way on the connection, by JSON-RPC id: the SDK's transport does not know them, so the
+   * client's `notifications/cancelled` and the connection's end reach them here (see cancelSessionCalls).
+   */
+  running: Map<string | number, AbortController>;
+  /** What the client declared at initialize. */
+  clientCapabilities(): ClientCapabilities | undefined;
+}
+
+/**
+ * The request as a tools/call the session lane answers, or null when the SDK's transport should (with its own
+ * checks and errors): the plain kind, with the headers that transport requires (an Accept of both JSON and SSE; a
+ * 2025 revision or none), an id not already under way, and no progress token. A call that reports progress may
+ * run long, and the SDK's stream is the one a client can resume. Nor when the client declared sampling,
+ * elicitation or roots: an upstream's request for those goes out on the call's SSE stream, which the SDK's
+ * transport owns.
+ */
+export function sessionCallOf(req: Request, lane: SessionLane): SessionCall | null {
+  const plain = plainToolsCall(req);
+  if (!plain) return null;
+  const accept = req.headers.accept ?? "";
+  if (!accept.includes("application/json") || !accept.includes("text/event-stream")) return null;
+  const version = header(req, "mcp-protocol-version");
+  if (version !== undefined && !SESSION_REVISIONS.has(version)) return null;
+  const { id, params } = plain;
+  const meta = params._meta;
+  if (meta !== undefined && (!isPlainObject(meta) || meta.progressToken !== undefined)) return null;
+  if (lane.running.has(id) || Object.keys(relayedCapabilities(lane.clientCapabilities())).length > 0) return null;
+  return { id, params, meta: meta as Params | undefined };
+}
+
+/**
+ * Serves a session-lane call: the response as JSON (MCP lets a server answer a POST with JSON or an SSE stream),
+ * or an SSE stream from the first notification the call sends. As on the SDK's transport, a client that goes away
+ * does not cancel the call (MCP 2025: only `notifications/cancelled` does), and a cancelled call gets no response.
+ * Unlike the SDK's stream, one started here has no event ids: a client cut off from it cannot resume it (a call
+ * with a progress token, the kind that runs long, stays on the SDK's).
+ */
+export async function answerSessionCall(res: Response, call: SessionCall, lane: SessionLane) {
+  const control = new AbortController();
+  lane.running.set(call.id, control);
+  let keepAlive: NodeJS.Timeout | undefined;
+  const frame = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+  const open = () => !res.writableEnded && !res.destroyed;
+  const stream = () => {
+    if (res.headersSent) return;
+    res.writeHead(200, { ...SSE_HEADERS, "mcp-session-id": lane.connectionId });
+    keepAlive = setInterval(() => open() && res.write(": keepalive\n\n"), KEEP_ALIVE_MS).unref();
+  };
+  const request: ConnectionRequest = {
+    signal: control.signal,
+    ...(call.meta ? { _meta: call.meta } : {}),
+    notify: async (notification: Notification) => {
+      if (!open()) return;
+      stream();
+      res.write(frame({ ...notification, jsonrpc: "2.0" }));
+    },
+    requestState: () => undefined,
+    // Never reached: the lane takes only clients that declared none of the capabilities these requests need.
+    send: async (sent) => {
+      throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${sent.method} cannot reach this client.`);
+    },
+  };
+  let response: Params;
+  try {
+    response = { result: await lane.callOnConnection(request, call.params), jsonrpc: "2.0", id: call.id };
+  } catch (thrown) {
+    response = errorResponse(call.id, thrown);
+  } finally {
+    lane.running.delete(call.id);
+    clearInterval(keepAlive);
+  }
+  if (!open()) return;
+  if (control.signal.aborted) {
+    stream();
+    res.end();
+  } else if (res.headersSent) res.end(frame(response));
+  else {
+    res.writeHead(200, { "Content-Type": "application/json", "mcp-session-id": lane.connectionId });
+    res.end(JSON.stringify(response));
+  }
+}
+
+/**
+ * Cancels the session-lane calls a client's `notifications/cancelled` names (one message or a batch); the message
+ * still goes to the SDK's transport, which answers it and cancels what it runs itself.
+ */
+export function cancelSessionCalls(body: unknown, running: Map<string | number, AbortController>): void {
+  if (running.size === 0) return;
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (!isPlainObject(message) || message.method !== "notifications/cancelled" || !isPlainObject(message.params)) {
+      continue;
+    }
+    const { requestId, reason } = message.params;
+    if (typeof requestId !== "string" && typeof requestId !== "number") continue;
+    running.get(requestId)?.abort(new Error(typeof reason === "string" ? reason : "The client cancelled the request."));
+  }
 }

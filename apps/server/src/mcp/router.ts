@@ -15,7 +15,14 @@ import { ApiKeyVerifier } from "../auth/api-keys.ts";
 import { newId } from "../lib/ids.ts";
 import { tracing } from "../observability/tracing.ts";
 import { gatewaySessionLoader } from "../resources/sessions/gateway-view.ts";
-import { answerFastCall, fastCallOf } from "./fast-call.ts";
+import {
+  answerFastCall,
+  answerSessionCall,
+  cancelSessionCalls,
+  fastCallOf,
+  type SessionLane,
+  sessionCallOf,
+} from "./fast-call.ts";
 import { Gateway } from "./gateway.ts";
 import type { GatewaySession, LoadGatewaySession } from "./gateway-session.ts";
 import { SessionSubscriptions } from "./listen.ts";
@@ -95,6 +102,8 @@ function originGuard(publicUrl: string) {
 interface Connection {
   sessionId: string;
   transport: NodeStreamableHTTPServerTransport | SSEServerTransport;
+  /** How the fast lane serves tools/calls on a Streamable HTTP session. */
+  lane?: SessionLane;
   lastUsedAt: number;
 }
 
@@ -253,7 +262,8 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   // subscriptions/listen streams are served per session, each with the change events of its own upstreams.
   const subscriptions = new SessionSubscriptions(gateway, perRequestServer, onerror);
   const jsonBody = express.json({ limit: deps.bodyLimitBytes, type: () => true });
-  // The fast lane answers plain 2026-07-28 tools/calls without building an SDK server per request;
+  // The fast lanes answer plain tools/calls without the SDK's transports: 2026-07-28 ones without building an SDK
+  // server per request, and those on a 2025 session held here without its Streamable HTTP transport and dispatch.
   // TOOLPLANE_MCP_FAST_CALLS=0 sends them through the SDK like every other request (read per request, so an
   // operator's switch and a side-by-side comparison need no restart).
   const fastCalls = () => process.env.TOOLPLANE_MCP_FAST_CALLS !== "0";
@@ -265,7 +275,13 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     if (typeof connectionId === "string") stored.touch(connectionId);
     const local = typeof connectionId === "string" ? connections.get(connectionId) : undefined;
     if (local && local.sessionId === session.id && local.transport instanceof NodeStreamableHTTPServerTransport) {
-      await local.transport.handleRequest(req, res, req.body);
+      const lane = local.lane;
+      const call = lane && fastCalls() && !tracing() ? sessionCallOf(req, lane) : null;
+      if (lane && call) await answerSessionCall(res, call, lane);
+      else {
+        if (lane) cancelSessionCalls(req.body, lane.running);
+        await local.transport.handleRequest(req, res, req.body);
+      }
     } else if (typeof connectionId === "string") {
       // Initialised on another replica: served here request by request, as the client declared at initialize.
       const stored = await loadConnection(connectionId, session.id);
@@ -375,12 +391,13 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
         client_info: params.clientInfo ? JSON.stringify(params.clientInfo) : null,
       })
       .execute();
+    let lane: SessionLane | undefined;
     const transport = new NodeStreamableHTTPServerTransport({
       // A client whose stream broke reconnects with Last-Event-ID and gets what it missed.
       ...(replayLimit() > 0 ? { eventStore: new ReplayBuffer() } : {}),
       sessionIdGenerator: () => connectionId,
       onsessioninitialized: (id) => {
-        connections.set(id, { sessionId, transport });
+        connections.set(id, { sessionId, transport, ...(lane ? { lane } : {}) });
       },
       onsessionclosed: async (id) => {
         connections.delete(id);
@@ -391,8 +408,15 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     const serving = servingFor(req, connectionId, true);
     try {
       const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
+      const { callOnConnection } = server;
+      if (callOnConnection) {
+        const clientCapabilities = () => server.getClientCapabilities();
+        lane = { connectionId, callOnConnection, running: new Map(), clientCapabilities };
+      }
       transport.onclose = () => {
         connections.delete(connectionId);
+        // As the SDK's server does with the requests it runs, the lane's calls end with the connection.
+        for (const call of lane?.running.values() ?? []) call.abort(new Error("The MCP session was closed."));
         void server.close();
       };
       await server.connect(transport as Transport);

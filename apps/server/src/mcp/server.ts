@@ -73,7 +73,13 @@ const ENVELOPE_KEYS = new Set([
  * - a database that cannot be reached is said so in MCP terms (the HTTP API answers 503), never with the driver's
  *   own message.
  */
-class GatewayServer extends TracedServer {
+export class GatewayServer extends TracedServer {
+  /**
+   * A tools/call on this server's connection, as its SDK handler serves it: what the fast lane for 2025 sessions
+   * (fast-call.ts) calls without the SDK's transport and dispatch. Set on servers of connections (canRequest).
+   */
+  callOnConnection?: (req: ConnectionRequest, params: Params) => Promise<Result>;
+
   protected override _wrapHandler(
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
@@ -118,7 +124,7 @@ export async function sessionMcpServer(
   session: () => Promise<GatewaySession>,
   serving: ServingContext,
   options: { instructions?: boolean } = {},
-): Promise<Server> {
+): Promise<GatewayServer> {
   // What the client learns at initialize or server/discover: the upstreams' instructions, and tasks where they
   // offer them (requests built for other methods need neither).
   const described = options.instructions ? await gateway.describe(await session()) : [];
@@ -191,11 +197,11 @@ export async function sessionMcpServer(
   };
 
   /** What the upstream clients declare, and how the upstreams reach this request's client meanwhile. */
-  const downstream = (ctx: ServerContext): Downstream => {
-    const capabilities = clientCapabilities(server, ctx, serving);
+  const downstream = (req: ConnectionRequest): Downstream => {
+    const capabilities = clientCapabilities(server, req, serving);
     return {
       capabilities,
-      caller: (provider) => relayTo(ctx, serving, provider, capabilities, exposeNotification),
+      caller: (provider) => relayTo(req, serving, provider, capabilities, exposeNotification),
       connectionId: serving.connectionId,
       watch,
       // On a connection the client hears that the list grew; per request it sees it on its next listing.
@@ -209,7 +215,7 @@ export async function sessionMcpServer(
 
   const listing = (method: ListMethod) => async (_request: unknown, ctx: ServerContext) => {
     const current = await session();
-    const { items, failures } = await gateway.list(current, method, downstream(ctx));
+    const { items, failures } = await gateway.list(current, method, downstream(ctx.mcpReq));
     await reportFailures(ctx, serving, failures);
     return { [LISTS[method]]: items.map(({ item }) => item) };
   };
@@ -220,33 +226,37 @@ export async function sessionMcpServer(
 
   const origin = () => ({ transport: "mcp" as const, connectionId: serving.connectionId });
 
-  server.setRequestHandler("tools/call", (async (request: { params: Params }, ctx: ServerContext) => {
-    if (!serving.canRequest) {
-      const capabilities = clientCapabilities(server, ctx, serving);
-      return callToolPerRequest({ gateway, session, serving, capabilities }, ctx.mcpReq, request.params);
-    }
+  const callOnConnection = async (req: ConnectionRequest, params: Params): Promise<Result> => {
     const current = await session();
-    const { name, arguments: input, ...rest } = request.params;
+    const { name, arguments: input, ...rest } = params;
     const key = String(name);
     const outcome = await gateway
       .call(current, key, input as Params | undefined, origin(), {
-        ...downstream(ctx),
-        signal: ctx.mcpReq.signal,
-        ...progressRelay(ctx.mcpReq),
-        params: forwardedParams(rest, ctx.mcpReq),
+        ...downstream(req),
+        signal: req.signal,
+        ...progressRelay(req),
+        params: forwardedParams(rest, req),
       })
       .catch((error: unknown) => {
         throw asProtocolError(error);
       });
     return toolCallResult(gateway, session, outcome, key);
+  };
+  if (serving.canRequest) server.callOnConnection = callOnConnection;
+  server.setRequestHandler("tools/call", (async (request: { params: Params }, ctx: ServerContext) => {
+    if (serving.canRequest) return callOnConnection(ctx.mcpReq, request.params);
+    const capabilities = clientCapabilities(server, ctx.mcpReq, serving);
+    return callToolPerRequest({ gateway, session, serving, capabilities }, ctx.mcpReq, request.params);
   }) as never);
 
   server.setRequestHandler("prompts/get", (async (request: { params: Params }, ctx: ServerContext) => {
     const current = await session();
     const key = String(request.params.name);
-    const target = await gateway.locate(current, "prompts/list", key, downstream(ctx)).catch((error: unknown) => {
-      throw asProtocolError(error);
-    });
+    const target = await gateway
+      .locate(current, "prompts/list", key, downstream(ctx.mcpReq))
+      .catch((error: unknown) => {
+        throw asProtocolError(error);
+      });
     if (!target)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Prompt ${key} is not offered by this session.`);
     const result = await forward(ctx, target.provider, target.upstream, "prompts/get", {
@@ -258,7 +268,7 @@ export async function sessionMcpServer(
 
   /** The provider, upstream and upstream URI behind a session-wide resource URI. */
   const locateResource = async (current: GatewaySession, uri: string, ctx: ServerContext) => {
-    const target = await gateway.locateUri(current, uri, downstream(ctx)).catch((error: unknown) => {
+    const target = await gateway.locateUri(current, uri, downstream(ctx.mcpReq)).catch((error: unknown) => {
       throw asProtocolError(error);
     });
     if (!target) throw new ProtocolError(-32002, `Resource ${uri} is not offered by this session.`, { uri });
@@ -300,10 +310,10 @@ export async function sessionMcpServer(
     const byPrompt = ref.type === "ref/prompt";
     const target = await (byPrompt
       ? gateway
-          .locate(current, "prompts/list", String(ref.name), downstream(ctx))
+          .locate(current, "prompts/list", String(ref.name), downstream(ctx.mcpReq))
           .then((t) => t && { ...t, ref: { ...ref, name: t.name } })
       : gateway
-          .locateUri(current, String(ref.uri), downstream(ctx))
+          .locateUri(current, String(ref.uri), downstream(ctx.mcpReq))
           .then((t) => t && { ...t, ref: { ...ref, uri: t.uri } })
     ).catch((e: unknown) => {
       throw asProtocolError(e);
@@ -322,7 +332,7 @@ export async function sessionMcpServer(
     ctx: ServerContext,
   ) => {
     const current = await session();
-    const described = await gateway.describe(current, downstream(ctx));
+    const described = await gateway.describe(current, downstream(ctx.mcpReq));
     await Promise.all(
       described.map(async ({ provider, upstream, capabilities }) => {
         if (!upstream || !capabilities.logging) return;
@@ -349,7 +359,7 @@ export async function sessionMcpServer(
     const names = gateway.namespaces(current);
     if (method === "tasks/list") {
       // The first page of each upstream that lists tasks; one that fails is left out and named, as in listings.
-      const described = await gateway.describe(current, downstream(ctx));
+      const described = await gateway.describe(current, downstream(ctx.mcpReq));
       const lists = await Promise.all(
         described.map(async ({ provider, upstream, capabilities }) => {
           if (!upstream || !(capabilities as ServerCapabilities).tasks?.list) return [];
@@ -396,7 +406,7 @@ export async function sessionMcpServer(
     const current = await session();
     const only = current.providers.length === 1 ? current.providers[0] : undefined;
     if (!only) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${request.method}`);
-    const upstream = await gateway.upstreamFor(current.instanceId, only, downstream(ctx as ServerContext));
+    const upstream = await gateway.upstreamFor(current.instanceId, only, downstream((ctx as ServerContext).mcpReq));
     const params = request.params
       ? forwardedParams(request.params as Params, (ctx as ServerContext).mcpReq)
       : undefined;
@@ -413,7 +423,7 @@ export async function sessionMcpServer(
   ) =>
     gateway
       .forward(provider, upstream, method, params, {
-        ...downstream(ctx),
+        ...downstream(ctx.mcpReq),
         signal: ctx.mcpReq.signal,
         ...progressRelay(ctx.mcpReq),
         ...options,
@@ -447,6 +457,14 @@ export interface CallRequest {
   requestState(): unknown;
   /** The answers of a retry that answers an `input_required` round. */
   inputResponses?: Params;
+}
+
+/**
+ * A request on a connection as the gateway serves it: the SDK's `ctx.mcpReq`, or the stand-in of the fast lane for
+ * 2025 sessions. `send` puts a server→client request (sampling, elicitation, roots) on the request's stream.
+ */
+export interface ConnectionRequest extends CallRequest {
+  send(request: { method: string; params?: Params }, options: { signal: AbortSignal }): Promise<unknown>;
 }
 
 /** How a call started per request ends: its outcome, or an error before it had one. */
@@ -579,10 +597,10 @@ async function toolCallResult(
  */
 function clientCapabilities(
   server: Server,
-  ctx: ServerContext,
+  req: Pick<CallRequest, "_meta">,
   serving: ServingContext,
 ): ClientCapabilities | undefined {
-  const declared = ctx.mcpReq._meta?.[CLIENT_CAPABILITIES_META_KEY];
+  const declared = req._meta?.[CLIENT_CAPABILITIES_META_KEY];
   return (declared as ClientCapabilities | undefined) ?? serving.clientCapabilities ?? server.getClientCapabilities();
 }
 
@@ -623,7 +641,7 @@ function progressRelay(req: Pick<CallRequest, "_meta" | "notify">) {
  * on the request's stream.
  */
 function relayTo(
-  ctx: ServerContext,
+  req: ConnectionRequest,
   serving: ServingContext,
   provider: GatewaySessionProvider,
   capabilities: ClientCapabilities | undefined,
@@ -638,12 +656,12 @@ function relayTo(
         );
       }
       assertDeclared(request.method, capabilities);
-      return ctx.mcpReq.send(request as never, { signal });
+      return req.send(request, { signal });
     },
     notify: (notification: Notification) => {
       if (notification.method === "notifications/progress") return; // relayed through onprogress
       void expose(notification, provider)
-        .then((exposed) => ctx.mcpReq.notify(exposed))
+        .then((exposed) => req.notify(exposed))
         .catch(() => undefined);
     },
   };

@@ -24,7 +24,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
 /**
  * An upstream of the current MCP revision (2026-07-28), built with the SDK v2 the way its documentation shows:
  * tools `shout`, `countdown` (progress every `stepMs` for `steps` steps), `confirm` (asks the client through an
- * `input_required` elicitation), `grow` (adds a tool and announces the list change on `subscriptions/listen`
+ * `input_required` elicitation), `chatty` (announces a tool list change on the call's stream), `grow` (adds a tool and announces the list change on `subscriptions/listen`
  * streams), `touch` (announces an update of `memo://today`), a resource, a resource template, and a prompt whose
  * argument completes.
  */
@@ -58,6 +58,7 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
       { name: "confirm", description: "Asks the user to confirm.", inputSchema: { type: "object" } },
       { name: "grow", description: "Adds a tool.", inputSchema: { type: "object" } },
       { name: "touch", description: "Updates memo://today.", inputSchema: { type: "object" } },
+      { name: "chatty", description: "Announces a tool list change while it runs.", inputSchema: { type: "object" } },
       ...grown,
     ];
     server.setRequestHandler("tools/list", async () => ({ tools }));
@@ -107,6 +108,9 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
         case "touch":
           handler.notify.resourceUpdated("memo://today");
           return text("touched");
+        case "chatty":
+          await ctx.mcpReq.notify({ method: "notifications/tools/list_changed" });
+          return text("done");
         default:
           if (grown.some((tool) => tool.name === request.params.name)) return text(`${request.params.name} ran`);
           return { ...text(`unknown tool ${request.params.name}`), isError: true };
