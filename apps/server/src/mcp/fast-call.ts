@@ -331,7 +331,10 @@ export function sessionCallOf(req: Request, lane: SessionLane): SessionCall | nu
  * or an SSE stream from the first notification the call sends. As on the SDK's transport, a client that goes away
  * does not cancel the call (MCP 2025: only `notifications/cancelled` does), and a cancelled call gets no response.
  * Unlike the SDK's stream, one started here has no event ids: a client cut off from it cannot resume it (a call
- * with a progress token, the kind that runs long, stays on the SDK's).
+ * with a progress token, the kind that runs long, stays on the SDK's). The result is not checked again against
+ * the 2025 CallToolResult schema, as the SDK's server does: the upstream client has checked it in the upstream's
+ * era already (and dropped what a content block does not define), so only a 2026-07-28 upstream's result that
+ * its revision allows and 2025's does not would pass here where the SDK refuses it.
  */
 export async function answerSessionCall(res: Response, call: SessionCall, lane: SessionLane) {
   const control = new AbortController();

@@ -12,45 +12,57 @@ import { type SessionLane, sessionCallOf } from "../../src/mcp/fast-call.ts";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import type { ModernUpstream } from "../support/upstream-modern.ts";
+import { startTestUpstream, type TestUpstream } from "../support/upstream-server.ts";
 import {
   type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
   endpointOf,
   firstText,
   latestToolCall,
   mcpHeaders,
+  remoteProvider,
   startModernSession,
 } from "./gateway-fixtures.ts";
 
 let t: StartedTestServer;
 let modern: ModernUpstream;
+let ours: TestUpstream;
+/** The session of the 2026-07-28 upstream fixture, and of our SDK v1 upstream (which sends what it likes). */
 let session: CreatedSession;
-/** One 2025-11-25 MCP session of a client that declared no capabilities. */
+let oursSession: CreatedSession;
+/** One 2025-11-25 MCP session of a client that declared no capabilities, on `session`. */
 let connection: string;
 
 const VERSION = "2025-11-25";
 
 beforeAll(async () => {
   ({ t, modern, session } = await startModernSession());
+  ours = await startTestUpstream();
+  const provider = await remoteProvider(t.db, "ours", ours.url);
+  const deployment = await deployProvider(t.client, provider.providerId, "Ours");
+  oursSession = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
   connection = await initialize({});
 });
 
 afterAll(async () => {
   delete process.env.TOOLPLANE_MCP_FAST_CALLS;
   await upstreams.closeAll();
-  await Promise.all([modern?.close(), t?.close()]);
+  await Promise.all([modern?.close(), ours?.close(), t?.close()]);
 });
 
-const headersFor = (mcpSession: string) => ({
-  ...mcpHeaders(session.secret),
+const headersFor = (mcpSession: string, on = session) => ({
+  ...mcpHeaders(on.secret),
   "mcp-protocol-version": VERSION,
   "mcp-session-id": mcpSession,
 });
 
 /** Opens a 2025-11-25 session (initialize, then notifications/initialized) and returns its Mcp-Session-Id. */
-async function initialize(capabilities: Record<string, unknown>): Promise<string> {
-  const response = await fetch(endpointOf(t, session), {
+async function initialize(capabilities: Record<string, unknown>, on = session): Promise<string> {
+  const response = await fetch(endpointOf(t, on), {
     method: "POST",
-    headers: mcpHeaders(session.secret),
+    headers: mcpHeaders(on.secret),
     body: JSON.stringify({
       jsonrpc: "2.0",
       id: 0,
@@ -61,15 +73,15 @@ async function initialize(capabilities: Record<string, unknown>): Promise<string
   await response.text();
   const id = response.headers.get("mcp-session-id") ?? "";
   expect(id).toMatch(/^scn_/);
-  const initialized = await post({ jsonrpc: "2.0", method: "notifications/initialized" }, id);
+  const initialized = await post({ jsonrpc: "2.0", method: "notifications/initialized" }, id, undefined, on);
   expect(initialized.status).toBe(202);
   return id;
 }
 
-const post = (body: unknown, mcpSession = connection, signal?: AbortSignal) =>
-  fetch(endpointOf(t, session), {
+const post = (body: unknown, mcpSession = connection, signal?: AbortSignal, on = session) =>
+  fetch(endpointOf(t, on), {
     method: "POST",
-    headers: headersFor(mcpSession),
+    headers: headersFor(mcpSession, on),
     body: JSON.stringify(body),
     ...(signal ? { signal } : {}),
   });
@@ -131,20 +143,27 @@ async function read(response: Response): Promise<Answer> {
   return { status: response.status, contentType, sessionHeader: response.headers.get("mcp-session-id"), messages };
 }
 
-async function send(call: Call, lane: "fast" | "sdk"): Promise<Answer> {
+/** Where a call goes: an MCP session (Mcp-Session-Id) of a Toolplane session. */
+interface Target {
+  on: CreatedSession;
+  connection: string;
+}
+
+async function send(call: Call, lane: "fast" | "sdk", to?: Target): Promise<Answer> {
   if (lane === "sdk") process.env.TOOLPLANE_MCP_FAST_CALLS = "0";
   else delete process.env.TOOLPLANE_MCP_FAST_CALLS;
   try {
-    return await read(await post(callBody(call, lane === "fast" ? 1 : 2)));
+    const body = callBody(call, lane === "fast" ? 1 : 2);
+    return await read(await post(body, to?.connection ?? connection, undefined, to?.on ?? session));
   } finally {
     delete process.env.TOOLPLANE_MCP_FAST_CALLS;
   }
 }
 
 /** Both answers' messages, with the request id (the only intended difference) blanked out. */
-async function bothLanes(call: Call) {
-  const fast = await send(call, "fast");
-  const sdk = await send(call, "sdk");
+async function bothLanes(call: Call, to?: Target) {
+  const fast = await send(call, "fast", to);
+  const sdk = await send(call, "sdk", to);
   const blank = (messages: unknown[]) =>
     JSON.parse(JSON.stringify(messages).replace(/"id":[12](?=[,}])/g, '"id":0')) as unknown[];
   return { fast, sdk, same: () => expect(blank(fast.messages)).toEqual(blank(sdk.messages)) };
@@ -185,6 +204,27 @@ describe("the session lane answers what the SDK's transport answers", () => {
       { method: "notifications/tools/list_changed" },
       { result: { content: [{ text: "done" }] } },
     ]);
+  });
+
+  it("an upstream's question (input_required) for a client that declared nothing: the same -32021 error", async () => {
+    const call = { name: "confirm", arguments: {} };
+    expect(takesLane(call)).toBe(true);
+    const { fast, same } = await bothLanes(call);
+    same();
+    expect(fast.messages).toMatchObject([{ error: { code: -32021, message: expect.stringContaining("modern") } }]);
+  });
+
+  it("results another server may send: the same members dropped, the same -32602 for an invalid one", async () => {
+    const to = { on: oursSession, connection: await initialize({}, oursSession) };
+    const loose = await bothLanes({ name: "loose" }, to);
+    loose.same();
+    expect(loose.fast).toMatchObject({ contentType: "application/json" });
+    expect(loose.fast.messages).toEqual([
+      { jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "loose" }], extra: { kept: true } } },
+    ]);
+    const malformed = await bothLanes({ name: "malformed" }, to);
+    malformed.same();
+    expect(malformed.fast.messages).toMatchObject([{ error: { code: -32602 } }]);
   });
 
   it("leaves to the SDK calls with progress, clients that may be asked things, and headers it would refuse", () => {

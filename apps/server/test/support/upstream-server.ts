@@ -31,7 +31,8 @@ const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
 /**
  * Our own upstream MCP server on 127.0.0.1 (stateful Streamable HTTP), with tools that exercise the gateway:
  * `echo` (collides with server-everything's), `whoami` (returns the Authorization header it received), `slow`
- * (answers after `ms`), `crash` (drops every connection mid-call), `fail` (a JSON-RPC error) and a long name.
+ * (answers after `ms`), `crash` (drops every connection mid-call), `fail` (a JSON-RPC error), `loose` and `malformed` (results with
+ * members MCP does not define, and an invalid one) and a long name.
  */
 export async function startTestUpstream(): Promise<TestUpstream> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
@@ -57,6 +58,8 @@ export async function startTestUpstream(): Promise<TestUpstream> {
         { name: "crash", description: "Drops every connection.", inputSchema: { type: "object" } },
         { name: "fail", description: "Answers with a JSON-RPC error.", inputSchema: { type: "object" } },
         { name: LONG_TOOL_NAME, description: "A long name.", inputSchema: { type: "object" } },
+        { name: "loose", description: "A result with members MCP does not define.", inputSchema: { type: "object" } },
+        { name: "malformed", description: "A text block without text.", inputSchema: { type: "object" } },
       ],
     }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -80,6 +83,11 @@ export async function startTestUpstream(): Promise<TestUpstream> {
           return new Promise<never>(() => undefined);
         case "fail":
           throw new McpError(ErrorCode.InvalidParams, "fail always fails");
+        // Results an SDK server of ours would not send, as other servers might: what a client gets from them.
+        case "loose":
+          return { content: [{ type: "text", text: "loose", color: "red" }], extra: { kept: true } };
+        case "malformed":
+          return { content: [{ type: "text" }] } as never;
         default:
           return text(`called ${request.params.name}`);
       }
