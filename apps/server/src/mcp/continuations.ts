@@ -17,15 +17,21 @@ const TOKEN_PREFIX = "toolplane.continuation.";
  * 2026-07-28, which has no server→client requests: each question leaves as an `input_required` result carrying
  * the question and this continuation's token as `requestState`; the client's retry brings the answer back, which
  * goes to the upstream's waiting request, and the call goes on to its next question or its outcome.
+ * `context` is what its owner keeps with the call (the request the client is waiting on): it lives exactly as long
+ * as the continuation. (Not a WeakMap keyed by the continuation: V8's young-generation GC treats a WeakMap's values
+ * as live until the next full GC, which kept every finished call's request and response alive and promoted them.)
  */
-export class Continuation<T> {
+export class Continuation<T, C> {
   readonly token = `${TOKEN_PREFIX}${randomBytes(16).toString("base64url")}`;
   private readonly steps: Step<T>[] = [];
   private waiting: ((step: Step<T>) => void) | null = null;
   private readonly answers = new Map<string, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   private asked = 0;
 
-  constructor(readonly sessionId: string) {}
+  constructor(
+    readonly sessionId: string,
+    readonly context: C,
+  ) {}
 
   /** For the upstream: puts a question to the client; resolves with its answer. */
   ask(request: EmbeddedRequest, signal: AbortSignal): Promise<unknown> {
@@ -81,8 +87,8 @@ export class Continuation<T> {
  * for 2026-07-28 clients answering questions of 2025 upstreams; see README); one left unanswered for `ttlMs` is
  * abandoned, which fails the upstream's question.
  */
-export class Continuations<T> {
-  private readonly byToken = new Map<string, { continuation: Continuation<T>; timer: NodeJS.Timeout }>();
+export class Continuations<T, C> {
+  private readonly byToken = new Map<string, { continuation: Continuation<T, C>; timer: NodeJS.Timeout }>();
 
   constructor(private readonly ttlMs: number) {}
 
@@ -90,14 +96,14 @@ export class Continuations<T> {
     return typeof requestState === "string" && requestState.startsWith(TOKEN_PREFIX);
   }
 
-  open(sessionId: string): Continuation<T> {
-    const continuation = new Continuation<T>(sessionId);
+  open(sessionId: string, context: C): Continuation<T, C> {
+    const continuation = new Continuation<T, C>(sessionId, context);
     this.hold(continuation);
     return continuation;
   }
 
   /** The continuation a retry names, if this process holds it for that session (taken out until held again). */
-  take(token: string, sessionId: string): Continuation<T> | null {
+  take(token: string, sessionId: string): Continuation<T, C> | null {
     const held = this.byToken.get(token);
     if (!held || held.continuation.sessionId !== sessionId) return null;
     clearTimeout(held.timer);
@@ -106,7 +112,7 @@ export class Continuations<T> {
   }
 
   /** Keeps a continuation that put a question to its client, until the client's retry takes it. */
-  hold(continuation: Continuation<T>): void {
+  hold(continuation: Continuation<T, C>): void {
     const timer = setTimeout(() => {
       this.byToken.delete(continuation.token);
       continuation.abandon(new Error("The client did not answer in time."));
@@ -116,7 +122,7 @@ export class Continuations<T> {
   }
 
   /** Ends a continuation whose call finished. */
-  release(continuation: Continuation<T>): void {
+  release(continuation: Continuation<T, C>): void {
     const held = this.byToken.get(continuation.token);
     if (held) clearTimeout(held.timer);
     this.byToken.delete(continuation.token);

@@ -475,8 +475,7 @@ interface LiveCall {
   control: AbortController;
 }
 /** Calls whose upstream asked the client something, waiting for the retry that brings the answer (per process). */
-const continuations = new Continuations<CallEnd>(upstreamTimeoutMs());
-const liveCalls = new WeakMap<Continuation<CallEnd>, LiveCall>();
+const continuations = new Continuations<CallEnd, LiveCall>(upstreamTimeoutMs());
 
 /** Who a per-request tools/call is served for. */
 export interface PerRequestCaller {
@@ -497,25 +496,23 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
   const { name, arguments: input, ...rest } = params;
   const key = String(name);
   const requestState = req.requestState() ?? rest.requestState;
-  let continuation: Continuation<CallEnd>;
+  let continuation: Continuation<CallEnd, LiveCall>;
   let live: LiveCall;
   if (Continuations.isToken(requestState)) {
     const held = continuations.take(requestState, current.id);
-    const heldLive = held && liveCalls.get(held);
-    if (!held || !heldLive) {
+    if (!held) {
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
         "This call is not waiting on this server process any more (it expired, or the retry reached another replica).",
       );
     }
     continuation = held;
-    live = heldLive;
+    live = held.context;
     live.req = req;
     continuation.answer(req.inputResponses ?? (rest.inputResponses as Params | undefined));
   } else {
-    continuation = new Continuation<CallEnd>(current.id);
     live = { req, control: new AbortController() };
-    liveCalls.set(continuation, live);
+    continuation = new Continuation<CallEnd, LiveCall>(current.id, live);
     gateway
       .call(
         current,

@@ -283,8 +283,8 @@ export class Upstream {
     this.inFlight++;
     this.lastUsedAt = Date.now();
     const maxTotalMs = options.maxTotalMs ?? options.timeoutMs;
-    const deadline = AbortSignal.timeout(maxTotalMs);
-    const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
+    const deadline = timeoutSignal(maxTotalMs);
+    const signal = options.signal ? AbortSignal.any([deadline.signal, options.signal]) : deadline.signal;
     try {
       for (let attempt = 0; ; attempt++) {
         const client = await abortable(this.connected(options.timeoutMs), signal);
@@ -302,8 +302,9 @@ export class Upstream {
         }
       }
     } catch (error) {
-      throw classify(error, options, deadline.aborted);
+      throw classify(error, options, deadline.signal.aborted);
     } finally {
+      deadline.clear();
       this.inFlight--;
       this.lastUsedAt = Date.now();
     }
@@ -409,6 +410,20 @@ function lostConnection(error: unknown): boolean {
     (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) ||
     error instanceof TypeError
   );
+}
+
+/**
+ * A signal that aborts after `ms`, with a timer that `clear` removes. Not AbortSignal.timeout: its timer cannot be
+ * cleared and stays in Node's timer list until it fires or the signal is garbage collected by a full GC. Made
+ * inside a call, that timer holds the call's AsyncLocalStorage store (upstreamCaller: the client's request and
+ * response), so with the 1 h hard limit every finished call stayed reachable (537 of them in a heap snapshot
+ * after 1,500 calls) and was promoted to the old generation by each young-generation GC.
+ */
+function timeoutSignal(ms: number): { signal: AbortSignal; clear: () => void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException("The operation timed out.", "TimeoutError")), ms);
+  timer.unref();
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
