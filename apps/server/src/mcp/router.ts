@@ -292,7 +292,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     } else {
       await servePerRequest(req, res, session, servingFor(req, null, false));
     }
-    await gateway.touch(session.id, 1, true);
+    touched(session, 1);
   });
   // GET opens the stream of a 2025-era MCP session, DELETE ends it; both go to the process that holds it.
   router.get("/mcp/:sessionId", async (req, res) => {
@@ -325,6 +325,20 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     res.setHeader("Allow", "GET, POST, DELETE");
     throw new ApiError("method_not_allowed", `${req.method} is not part of MCP's Streamable HTTP transport.`);
   });
+
+  /**
+   * Counts a served request on its session (and marks the session connected). Not awaited: the client has its
+   * answer, and the activity write waits up to 200 ms to gather others; a handler waiting for it kept its request
+   * and response alive that long. A write that fails is logged.
+   */
+  function touched(session: GatewaySession, messages: number): void {
+    gateway.touch(session.id, messages, true).catch((error: unknown) => {
+      deps.logger.warn(
+        { err: error instanceof Error ? error.message : String(error) },
+        "session activity not recorded",
+      );
+    });
+  }
 
   function sessionHeader(req: Request, res: Response, what: string): string {
     const connectionId = req.headers["mcp-session-id"];
@@ -443,7 +457,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       void server.close();
     });
     await server.connect(transport as unknown as Transport);
-    await gateway.touch(session.id, 0, true);
+    touched(session, 0);
   });
   // Parsed here (not by the SDK) to bound its nesting as on the Streamable HTTP endpoint.
   router.post("/mcp/:sessionId/messages", jsonBody, async (req, res) => {
@@ -458,7 +472,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       });
     }
     await stream.transport.handlePostMessage(req, res, req.body);
-    await gateway.touch(session.id, 1, true);
+    touched(session, 1);
   });
 
   return router;
