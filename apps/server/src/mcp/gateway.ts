@@ -301,8 +301,11 @@ export class Gateway {
   }
 
   /**
-   * One list of the session (tools, prompts, resources or templates), every provider asked concurrently and each
-   * bounded by the list timeout: a hung or dead provider is left out (and named in `failures`), never waited for.
+   * One list of the session (tools, prompts, resources or templates), every provider asked concurrently. A provider
+   * that has not answered within the list timeout is left out (and named in `failures`) once another provider has
+   * answered: a hung provider never holds back the others' items. While none has, the listing waits on (up to the
+   * upstream timeout): an empty list helps no client, and a server that is still starting (a package being
+   * installed, 1,000 sessions connecting at once) answers a moment later.
    */
   async list(
     session: GatewaySession,
@@ -312,12 +315,13 @@ export class Gateway {
     const names = this.namespaces(session);
     const failures: ProviderFailure[] = [];
     const member = NAMED_BY[method];
+    const race = new FirstAnswer();
     const listed = await Promise.all(
       session.providers.map(async (provider) => {
         try {
           const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
           const listing = this.withCaller(provider, downstream, () => upstream.list(method, this.timeoutMs));
-          const items = await withinBound(listing, this.listMs, () => downstream.onLateListing?.(method));
+          const items = await race.bound(listing, this.listMs, () => downstream.onLateListing?.(method));
           return items
             .filter((item) => method !== "tools/list" || allowedTool(provider, names, String(item.name)))
             .map((item) => {
@@ -420,13 +424,18 @@ export class Gateway {
     );
   }
 
-  /** The session's providers, connected (bounded by the list timeout): for capabilities and instructions. */
+  /**
+   * The session's providers, connected: for capabilities and instructions. Each is waited for up to the list
+   * timeout; a connection that takes longer goes on (up to the upstream timeout) for the requests that follow,
+   * instead of being dropped and started again by the next one.
+   */
   async describe(session: GatewaySession, downstream: Downstream = {}) {
     return Promise.all(
       session.providers.map(async (provider) => {
         try {
           const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
-          return { provider, upstream, ...(await upstream.describe(this.listMs)) };
+          const described = upstream.describe(this.timeoutMs);
+          return { provider, upstream, ...(await new FirstAnswer(true).bound(described, this.listMs)) };
         } catch {
           return { provider, upstream: null, capabilities: {}, instructions: undefined };
         }
@@ -603,15 +612,44 @@ function allowedTool(provider: GatewaySessionProvider, names: Namespaces, name: 
  * Waits at most `ms` for a listing; a slower one fails this wait but goes on (its result is cached by the upstream
  * for the next listing), and `onLate` hears when it arrives.
  */
-function withinBound<T>(listing: Promise<T>, ms: number, onLate: () => void): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      listing.then(onLate, () => undefined);
-      reject(new UpstreamFailure("timeout", `did not list within ${ms} ms; it is included once it answers.`));
-    }, ms);
-  });
-  return Promise.race([listing, bound]).finally(() => clearTimeout(timer));
+/**
+ * The providers asked together for one request: how long each may keep it waiting. `bound` gives up on one after
+ * `ms`, but only once another provider of the request has answered (or at once, for a `FirstAnswer(true)`, which
+ * does not wait for others).
+ */
+class FirstAnswer {
+  private answered: () => void = () => undefined;
+  private readonly first: Promise<void>;
+
+  constructor(alreadyAnswered = false) {
+    this.first = alreadyAnswered ? Promise.resolve() : new Promise<void>((resolve) => (this.answered = resolve));
+  }
+
+  /** `work`, or an UpstreamFailure after `ms` (and a first answer); `onLate` runs if it answers after that. */
+  bound<T>(work: Promise<T>, ms: number, onLate: () => void = () => undefined): Promise<T> {
+    void work.then(this.answered, () => undefined);
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        void this.first.then(() => {
+          if (settled) return;
+          settled = true;
+          work.then(onLate, () => undefined);
+          reject(new UpstreamFailure("timeout", `did not answer within ${ms} ms; it is included once it answers.`));
+        });
+      }, ms);
+      const settle = (then: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        then();
+      };
+      work.then(
+        (value) => settle(() => resolve(value)),
+        (error: unknown) => settle(() => reject(error)),
+      );
+    });
+  }
 }
 
 function asFailure(error: unknown): UpstreamFailure {

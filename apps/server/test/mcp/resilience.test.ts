@@ -162,6 +162,60 @@ describe("upstream failures fail only the call they hit, and are recorded", () =
     }
   });
 
+  it("waits for a slow provider while no other has answered, and leaves it out once one has", async () => {
+    // Lists after 1.5 s: three times the list timeout, half the upstream timeout.
+    const slow = await startTestUpstream({ listDelayMs: 1_500 });
+    const sockets = new Set<Socket>();
+    const hung = createServer((socket) => sockets.add(socket)).listen(0, "127.0.0.1");
+    await once(hung, "listening");
+    try {
+      const slowDeployment = deploymentRef(
+        (await deployProvider(t.client, (await remoteProvider(t.db, "slow", slow.url)).providerId, "Slow")).id,
+      );
+      const hungUrl = `http://127.0.0.1:${(hung.address() as AddressInfo).port}/mcp`;
+      const hungDeployment = deploymentRef(
+        (await deployProvider(t.client, (await remoteProvider(t.db, "hung2", hungUrl)).providerId, "Hung")).id,
+      );
+      // Alone, or beside a provider that never answers: the client gets its tools, not an empty list.
+      for (const providers of [[slowDeployment], [slowDeployment, hungDeployment]]) {
+        const alone = providers.length === 1;
+        const slowSession = await createSession(
+          t.client,
+          providers.map((provider_deployment) => ({ provider_deployment })),
+        );
+        const client = await connectMcp(t, slowSession);
+        try {
+          const keys = (await client.listTools()).tools.map((tool) => tool.name);
+          expect(keys).toContain(alone ? "echo" : "slow_echo");
+          expect(keys.some((key) => key.startsWith("hung2_"))).toBe(false);
+        } finally {
+          await client.close();
+        }
+      }
+      // Beside a provider that answers at once, the slow one is left out of the first listing (named in the
+      // session's warning) and is in the next one.
+      const mixed = await createSession(t.client, [
+        { provider_deployment: slowDeployment },
+        { provider_deployment: deploymentRef(oursDeploymentId) },
+      ]);
+      const client = await connectMcp(t, mixed);
+      try {
+        const first = (await client.listTools()).tools.map((tool) => tool.name);
+        expect(first).toContain("ours_echo");
+        expect(first.some((key) => key.startsWith("slow_"))).toBe(false);
+        await expect
+          .poll(async () => (await client.listTools()).tools.map((tool) => tool.name), { timeout: 10_000 })
+          .toContain("slow_echo");
+      } finally {
+        await client.close();
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      hung.close();
+      await slow.close();
+    }
+  });
+
   it("records an MCP call whose input PostgreSQL cannot store as given (lone surrogate, NUL), and runs it as sent", async () => {
     const message = "half \ud800 and nul \u0000";
     // The API refuses such text outright, naming the field...

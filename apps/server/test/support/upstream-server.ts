@@ -32,9 +32,9 @@ const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
  * Our own upstream MCP server on 127.0.0.1 (stateful Streamable HTTP), with tools that exercise the gateway:
  * `echo` (collides with server-everything's), `whoami` (returns the Authorization header it received), `slow`
  * (answers after `ms`), `crash` (drops every connection mid-call), `fail` (a JSON-RPC error), `loose` and `malformed` (results with
- * members MCP does not define, and an invalid one) and a long name.
+ * members MCP does not define, and an invalid one) and a long name. `listDelayMs` makes its tools/list that slow.
  */
-export async function startTestUpstream(): Promise<TestUpstream> {
+export async function startTestUpstream(options: { listDelayMs?: number } = {}): Promise<TestUpstream> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const state = { authorizations: [] as (string | undefined)[], initializations: 0 };
   const app = express();
@@ -42,26 +42,29 @@ export async function startTestUpstream(): Promise<TestUpstream> {
 
   const mcpServer = () => {
     const server = new Server({ name: "test-upstream", version: "1.0.0" }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: [
-        {
-          name: "echo",
-          description: "Echoes the message, marked as ours.",
-          inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
-        },
-        { name: "whoami", description: "The Authorization header received.", inputSchema: { type: "object" } },
-        {
-          name: "slow",
-          description: "Answers after ms milliseconds.",
-          inputSchema: { type: "object", properties: { ms: { type: "number" } } },
-        },
-        { name: "crash", description: "Drops every connection.", inputSchema: { type: "object" } },
-        { name: "fail", description: "Answers with a JSON-RPC error.", inputSchema: { type: "object" } },
-        { name: LONG_TOOL_NAME, description: "A long name.", inputSchema: { type: "object" } },
-        { name: "loose", description: "A result with members MCP does not define.", inputSchema: { type: "object" } },
-        { name: "malformed", description: "A text block without text.", inputSchema: { type: "object" } },
-      ],
-    }));
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      await new Promise((resolve) => setTimeout(resolve, options.listDelayMs ?? 0));
+      return {
+        tools: [
+          {
+            name: "echo",
+            description: "Echoes the message, marked as ours.",
+            inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
+          },
+          { name: "whoami", description: "The Authorization header received.", inputSchema: { type: "object" } },
+          {
+            name: "slow",
+            description: "Answers after ms milliseconds.",
+            inputSchema: { type: "object", properties: { ms: { type: "number" } } },
+          },
+          { name: "crash", description: "Drops every connection.", inputSchema: { type: "object" } },
+          { name: "fail", description: "Answers with a JSON-RPC error.", inputSchema: { type: "object" } },
+          { name: LONG_TOOL_NAME, description: "A long name.", inputSchema: { type: "object" } },
+          { name: "loose", description: "A result with members MCP does not define.", inputSchema: { type: "object" } },
+          { name: "malformed", description: "A text block without text.", inputSchema: { type: "object" } },
+        ],
+      };
+    });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       const args = request.params.arguments ?? {};
       switch (request.params.name) {
