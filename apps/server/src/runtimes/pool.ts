@@ -350,18 +350,22 @@ export class Upstream {
     client.onclose = () => {
       if (this.generation === generation) this.reset();
     };
-    const deadline = AbortSignal.timeout(timeoutMs);
+    // A timer cleared once connected (see timeoutSignal): the first caller's request is not kept for timeoutMs.
+    const deadline = timeoutSignal(timeoutMs);
     const abort = () => void client.close();
-    deadline.addEventListener("abort", abort, { once: true });
+    deadline.signal.addEventListener("abort", abort, { once: true });
     try {
       // Outside the caller's context: streams the connection opens (the 2025 GET stream) outlive this request, and
       // what arrives on them is not the caller's.
-      await upstreamCaller.exit(() => client.connect(transport, { timeout: timeoutMs, signal: deadline } as never));
+      await upstreamCaller.exit(() =>
+        client.connect(transport, { timeout: timeoutMs, signal: deadline.signal } as never),
+      );
     } catch (error) {
       await client.close().catch(() => undefined);
-      throw deadline.aborted ? new SdkError(SdkErrorCode.RequestTimeout, "connect timed out") : error;
+      throw deadline.signal.aborted ? new SdkError(SdkErrorCode.RequestTimeout, "connect timed out") : error;
     } finally {
-      deadline.removeEventListener("abort", abort);
+      deadline.clear();
+      deadline.signal.removeEventListener("abort", abort);
     }
     this.runId = newId("prn");
     upstreamConnection(this, true);
