@@ -96,12 +96,6 @@ export class Continuations<T, C> {
     return typeof requestState === "string" && requestState.startsWith(TOKEN_PREFIX);
   }
 
-  open(sessionId: string, context: C): Continuation<T, C> {
-    const continuation = new Continuation<T, C>(sessionId, context);
-    this.hold(continuation);
-    return continuation;
-  }
-
   /** The continuation a retry names, if this process holds it for that session (taken out until held again). */
   take(token: string, sessionId: string): Continuation<T, C> | null {
     const held = this.byToken.get(token);

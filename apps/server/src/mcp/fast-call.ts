@@ -143,13 +143,7 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
     if (!res.writableFinished) control.abort(new Error("The client closed the request."));
   };
   res.on("close", onClose);
-  let keepAlive: NodeJS.Timeout | undefined;
-  const frame = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
-  const stream = () => {
-    if (res.headersSent) return;
-    res.writeHead(200, SSE_HEADERS);
-    keepAlive = setInterval(() => res.write(": keepalive\n\n"), KEEP_ALIVE_MS).unref();
-  };
+  const answer = jsonOrEventStream(res);
   const request: CallRequest = {
     signal: control.signal,
     ...(call.meta ? { _meta: call.meta } : {}),
@@ -157,9 +151,7 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
       if (REMOVED_NOTIFICATIONS.has(notification.method)) {
         throw new Error(`Notification '${notification.method}' is not part of protocol revision ${REVISION}.`);
       }
-      if (control.signal.aborted || res.writableEnded) return;
-      stream();
-      res.write(frame({ ...notification, jsonrpc: "2.0" }));
+      answer.send({ ...notification, jsonrpc: "2.0" });
     },
     requestState: () => undefined,
   };
@@ -175,11 +167,43 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
     if ((response.error as Params).code === ProtocolErrorCode.MissingRequiredClientCapability) status = 400;
   } finally {
     res.off("close", onClose);
-    clearInterval(keepAlive);
   }
-  if (control.signal.aborted) return;
-  if (res.headersSent) res.end(frame(response));
-  else res.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(response));
+  // Aborted only when the client went away: nothing is written then.
+  answer.end(response, status);
+}
+
+/**
+ * A POST's answer as the SDK's transports give it: JSON, or an SSE stream from the first message sent before the
+ * response (with keep-alive comments while it is open). `headers` go on either. Nothing is written once the client
+ * has gone.
+ */
+function jsonOrEventStream(res: Response, headers: Record<string, string> = {}) {
+  let keepAlive: NodeJS.Timeout | undefined;
+  const open = () => !res.writableEnded && !res.destroyed;
+  const frame = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+  const stream = () => {
+    if (res.headersSent) return;
+    res.writeHead(200, { ...SSE_HEADERS, ...headers });
+    keepAlive = setInterval(() => open() && res.write(": keepalive\n\n"), KEEP_ALIVE_MS).unref();
+  };
+  return {
+    /** A message before the response (a notification): opens the stream. */
+    send(message: unknown): void {
+      if (!open()) return;
+      stream();
+      res.write(frame(message));
+    },
+    /** Ends the answer with the response (JSON with `status` unless the stream is open), or with none (`null`). */
+    end(response: Params | null, status = 200): void {
+      clearInterval(keepAlive);
+      if (!open()) return;
+      if (response === null) {
+        stream();
+        res.end();
+      } else if (res.headersSent) res.end(frame(response));
+      else res.writeHead(status, { "Content-Type": "application/json", ...headers }).end(JSON.stringify(response));
+    },
+  };
 }
 
 /**
@@ -339,22 +363,11 @@ export function sessionCallOf(req: Request, lane: SessionLane): SessionCall | nu
 export async function answerSessionCall(res: Response, call: SessionCall, lane: SessionLane) {
   const control = new AbortController();
   lane.running.set(call.id, control);
-  let keepAlive: NodeJS.Timeout | undefined;
-  const frame = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
-  const open = () => !res.writableEnded && !res.destroyed;
-  const stream = () => {
-    if (res.headersSent) return;
-    res.writeHead(200, { ...SSE_HEADERS, "mcp-session-id": lane.connectionId });
-    keepAlive = setInterval(() => open() && res.write(": keepalive\n\n"), KEEP_ALIVE_MS).unref();
-  };
+  const answer = jsonOrEventStream(res, { "mcp-session-id": lane.connectionId });
   const request: ConnectionRequest = {
     signal: control.signal,
     ...(call.meta ? { _meta: call.meta } : {}),
-    notify: async (notification: Notification) => {
-      if (!open()) return;
-      stream();
-      res.write(frame({ ...notification, jsonrpc: "2.0" }));
-    },
+    notify: async (notification: Notification) => answer.send({ ...notification, jsonrpc: "2.0" }),
     requestState: () => undefined,
     // Never reached: the lane takes only clients that declared none of the capabilities these requests need.
     send: async (sent) => {
@@ -368,17 +381,9 @@ export async function answerSessionCall(res: Response, call: SessionCall, lane: 
     response = errorResponse(call.id, thrown);
   } finally {
     lane.running.delete(call.id);
-    clearInterval(keepAlive);
   }
-  if (!open()) return;
-  if (control.signal.aborted) {
-    stream();
-    res.end();
-  } else if (res.headersSent) res.end(frame(response));
-  else {
-    res.writeHead(200, { "Content-Type": "application/json", "mcp-session-id": lane.connectionId });
-    res.end(JSON.stringify(response));
-  }
+  // A cancelled call gets no response: its stream just ends.
+  answer.end(control.signal.aborted ? null : response);
 }
 
 /**

@@ -609,10 +609,6 @@ function allowedTool(provider: GatewaySessionProvider, names: Namespaces, name: 
 }
 
 /**
- * Waits at most `ms` for a listing; a slower one fails this wait but goes on (its result is cached by the upstream
- * for the next listing), and `onLate` hears when it arrives.
- */
-/**
  * The providers asked together for one request: how long each may keep it waiting. `bound` gives up on one after
  * `ms`, but only once another provider of the request has answered (or at once, for a `FirstAnswer(true)`, which
  * does not wait for others).
