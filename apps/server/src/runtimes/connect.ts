@@ -9,9 +9,13 @@ import {
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { Runtime } from "../db/schema.ts";
+import { pruneCombinedSignals } from "../lib/abort-signal-any.ts";
 import { tracedFetch } from "../observability/tracing.ts";
 import { runnerEnv } from "./runner.ts";
 import { upstreamFetch } from "./upstream-fetch.ts";
+
+// Every request of an upstream transport combines its signal with the connection's: on Node 20 that leaked.
+pruneCombinedSignals();
 
 /** Everything needed to open one upstream connection: the runtime plus the per-provider headers, query and env. */
 export interface UpstreamTarget {

@@ -1,0 +1,57 @@
+/**
+ * Node 20's `AbortSignal.any` never forgets a combined signal: each source keeps a WeakRef to every signal ever
+ * combined with it, in a set that is never pruned (nodejs/node#55351, fixed from Node 22 with a
+ * FinalizationRegistry). The MCP SDK's client transport combines its connection's signal with every request's, so
+ * a busy upstream connection grew by one entry per call, without bound (measured: 40–100 bytes of heap per
+ * tools/call that no GC reclaims).
+ *
+ * Where the runtime has that flaw, `AbortSignal.any` is wrapped: the native function still does all the work (its
+ * semantics are untouched), and every PRUNE_EVERY combinations with a source, that source's set drops the entries
+ * whose signal has been collected. The set then stays near the number of combined signals alive, at an amortised
+ * cost of one WeakRef check per combination.
+ */
+const PRUNE_EVERY = 1_024;
+
+let installed = false;
+
+/** Wraps `AbortSignal.any` on runtimes whose sources keep collected signals forever (idempotent). */
+export function pruneCombinedSignals(): void {
+  if (installed) return;
+  installed = true;
+  const major = Number(process.versions.node.split(".")[0]);
+  if (major >= 22) return;
+  const dependants = dependantsOf();
+  if (!dependants) return; // a Node 20 build without that internal set: nothing to prune
+  const native = AbortSignal.any.bind(AbortSignal);
+  const combined = new WeakMap<AbortSignal, number>();
+  AbortSignal.any = (signals: AbortSignal[]): AbortSignal => {
+    const signal = native(signals);
+    for (const source of signals) {
+      const count = (combined.get(source) ?? 0) + 1;
+      combined.set(source, count % PRUNE_EVERY);
+      if (count === PRUNE_EVERY) prune(dependants(source));
+    }
+    return signal;
+  };
+}
+
+/** Drops the entries whose signal was collected. */
+function prune(refs: Set<WeakRef<AbortSignal>> | undefined): void {
+  if (!refs) return;
+  for (const ref of refs) if (ref.deref() === undefined) refs.delete(ref);
+}
+
+/** Reads a signal's set of combined signals (an internal field), or null where the runtime has none. */
+function dependantsOf(): ((signal: AbortSignal) => Set<WeakRef<AbortSignal>> | undefined) | null {
+  const probe = new AbortController().signal;
+  AbortSignal.any([probe]);
+  const key = Object.getOwnPropertySymbols(probe).find((symbol) => symbol.description === "kDependantSignals");
+  if (!key) return null;
+  return (signal) => {
+    const value = (signal as unknown as Record<symbol, unknown>)[key];
+    // Node's internal SafeSet is a Set that `instanceof Set` does not recognise.
+    return typeof (value as Set<unknown> | undefined)?.delete === "function"
+      ? (value as Set<WeakRef<AbortSignal>>)
+      : undefined;
+  };
+}
