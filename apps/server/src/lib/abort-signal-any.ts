@@ -6,9 +6,10 @@
  * tools/call that no GC reclaims).
  *
  * Where the runtime has that flaw, `AbortSignal.any` is wrapped: the native function still does all the work (its
- * semantics are untouched), and every PRUNE_EVERY combinations with a source, that source's set drops the entries
- * whose signal has been collected. The set then stays near the number of combined signals alive, at an amortised
- * cost of one WeakRef check per combination.
+ * semantics are untouched), and every PRUNE_EVERY calls the sources of that call drop the entries whose signal has
+ * been collected. A source is pruned about as often as it is combined (a connection's signal takes part in each of
+ * its requests), so its set stays near PRUNE_EVERY entries, at an amortised cost of one WeakRef check per call.
+ * A counter per source would cost a WeakMap entry per call for every short-lived signal.
  */
 const PRUNE_EVERY = 1_024;
 
@@ -23,13 +24,12 @@ export function pruneCombinedSignals(): void {
   const dependants = dependantsOf();
   if (!dependants) return; // a Node 20 build without that internal set: nothing to prune
   const native = AbortSignal.any.bind(AbortSignal);
-  const combined = new WeakMap<AbortSignal, number>();
+  let calls = 0;
   AbortSignal.any = (signals: AbortSignal[]): AbortSignal => {
     const signal = native(signals);
-    for (const source of signals) {
-      const count = (combined.get(source) ?? 0) + 1;
-      combined.set(source, count % PRUNE_EVERY);
-      if (count === PRUNE_EVERY) prune(dependants(source));
+    if (++calls === PRUNE_EVERY) {
+      calls = 0;
+      for (const source of signals) prune(dependants(source));
     }
     return signal;
   };
