@@ -40,6 +40,9 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
   app.use(requestLogger(deps.logger));
   app.use(httpMetrics);
   logGatewayTo(deps.logger);
+  // First of the routes (its paths, /mcp/… and the protected-resource metadata, are nobody else's): the gateway's
+  // requests are the hot path, and each route before it is one more match per MCP request.
+  app.use(mcpGatewayRouter(deps));
 
   app.get("/health", (_req, res) => {
     res.json({ status: "ok" });
@@ -52,7 +55,6 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
   app.get("/metrics", metricsEndpoint(process.env.TOOLPLANE_METRICS_TOKEN || undefined));
   app.use(docsRouter(deps.spec));
   app.use(portalRouter(deps));
-  app.use(mcpGatewayRouter(deps));
   app.use(oauthPageRouter(deps));
 
   const keys = new ApiKeyVerifier(deps.db);
