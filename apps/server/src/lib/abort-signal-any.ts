@@ -2,7 +2,7 @@
  * Node 20's `AbortSignal.any` never forgets a combined signal: each source keeps a WeakRef to every signal ever
  * combined with it, in a set that is never pruned (nodejs/node#55351, fixed from Node 22 with a
  * FinalizationRegistry). The MCP SDK's client transport combines its connection's signal with every request's, so
- * a busy upstream connection grew by one entry per call, without bound (measured: 40–100 bytes of heap per
+ * a busy upstream connection grew by one entry per call, without bound (measured: 22–100 bytes of heap per
  * tools/call that no GC reclaims).
  *
  * Where the runtime has that flaw, `AbortSignal.any` is wrapped: the native function still does all the work (its
