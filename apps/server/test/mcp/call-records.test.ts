@@ -1,0 +1,112 @@
+/**
+ * When a tool call's record is written (src/mcp/gateway.ts, callRecordAfterMs): a call that ends within
+ * TOOLPLANE_CALL_RECORD_AFTER_MS is written once, complete, before it is answered; a longer one is listed
+ * `waiting_for_response` from then on; 0 writes every record as its call starts. The delay is read per call, so
+ * each test sets its own. The client is the SDK v1 one, on a 2025 session.
+ */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import type { StartedTestServer } from "../support/server.ts";
+import type { ModernUpstream } from "../support/upstream-modern.ts";
+import {
+  type CreatedSession,
+  connectMcp,
+  createSession,
+  deploymentRef,
+  firstText,
+  latestToolCall,
+  startModernSession,
+} from "./gateway-fixtures.ts";
+
+let t: StartedTestServer;
+let modern: ModernUpstream;
+let first: CreatedSession;
+
+beforeAll(async () => {
+  ({ t, modern, session: first } = await startModernSession());
+});
+
+afterEach(() => {
+  delete process.env.TOOLPLANE_CALL_RECORD_AFTER_MS;
+});
+
+afterAll(async () => {
+  await upstreams.closeAll();
+  await Promise.all([modern?.close(), t?.close()]);
+});
+
+/** A session provider of `session`, as stored. */
+const providerOf = (session: CreatedSession) =>
+  t.db
+    .selectFrom("session_providers")
+    .select(["id", "provider_deployment_id"])
+    .where("session_id", "=", session.id)
+    .executeTakeFirstOrThrow();
+
+/** A fresh session on the same deployment, so that its latest call is the test's own. */
+const freshSession = async () =>
+  createSession(t.client, [{ provider_deployment: deploymentRef((await providerOf(first)).provider_deployment_id) }]);
+
+/** Starts a 3-step countdown (200 ms a step); resolves `running` at its first progress, when the upstream runs it. */
+function countdown(client: Client) {
+  let progressed: (at: Date) => void = () => undefined;
+  const running = new Promise<Date>((resolve) => (progressed = resolve));
+  const answer = client.callTool({ name: "countdown", arguments: { steps: 3, stepMs: 200 } }, undefined, {
+    onprogress: () => progressed(new Date()),
+  });
+  return { running, answer };
+}
+
+describe("tool call records", () => {
+  it("writes a call that ends within the delay once, complete, timed from its start", async () => {
+    process.env.TOOLPLANE_CALL_RECORD_AFTER_MS = "60000";
+    const session = await freshSession();
+    const client = await connectMcp(t, session);
+    const { running, answer } = countdown(client);
+    const progressAt = await running;
+    // Under way upstream, and not written yet.
+    expect(await latestToolCall(t, session.id)).toBeUndefined();
+    expect(firstText(await answer)).toBe("liftoff after 3");
+    const record = await latestToolCall(t, session.id);
+    expect(record).toMatchObject({ status: "succeeded", tool_key: "countdown", input: { steps: 3, stepMs: 200 } });
+    // created_at is when the call started, before its first progress, not when the record was written.
+    expect(Date.parse(record?.created_at ?? "")).toBeLessThan(progressAt.getTime());
+    expect(Date.parse(record?.completed_at ?? "")).toBeGreaterThan(progressAt.getTime());
+    await client.close();
+  });
+
+  it("lists a call as waiting once the delay has passed, and with 0 as it starts", async () => {
+    for (const delay of ["100", "0"]) {
+      process.env.TOOLPLANE_CALL_RECORD_AFTER_MS = delay;
+      const session = await freshSession();
+      const client = await connectMcp(t, session);
+      const { running, answer } = countdown(client);
+      await running;
+      await expect.poll(() => latestToolCall(t, session.id)).toMatchObject({ status: "waiting_for_response" });
+      expect(firstText(await answer)).toBe("liftoff after 3");
+      expect(await latestToolCall(t, session.id)).toMatchObject({ status: "succeeded" });
+      await client.close();
+    }
+  });
+
+  it("records and answers provider_removed when the provider is removed before the record is written", async () => {
+    process.env.TOOLPLANE_CALL_RECORD_AFTER_MS = "60000";
+    const session = await freshSession();
+    const client = await connectMcp(t, session);
+    const { running, answer } = countdown(client);
+    await running;
+    const removed = await t.client.DELETE("/sessions/{session_id}/providers/{session_provider_id}", {
+      params: { path: { session_id: session.id, session_provider_id: (await providerOf(session)).id } },
+    });
+    expect(removed.response.status).toBe(200);
+    const result = await answer;
+    expect(result.isError).toBe(true);
+    expect(firstText(result)).toMatch(/removed from the session/);
+    expect(await latestToolCall(t, session.id)).toMatchObject({
+      status: "failed",
+      error: { code: "provider_removed", message: expect.stringMatching(/removed from the session/) },
+    });
+    await client.close();
+  });
+});
