@@ -1,8 +1,11 @@
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
   Client,
   type ClientCapabilities,
+  PROTOCOL_VERSION_META_KEY,
   SSEClientTransport,
   StreamableHTTPClientTransport,
   type Transport,
@@ -11,6 +14,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { Runtime } from "../db/schema.ts";
 import { pruneCombinedSignals } from "../lib/abort-signal-any.ts";
 import { tracedFetch } from "../observability/tracing.ts";
+import type { DirectTarget } from "./direct-call.ts";
 import { runnerEnv } from "./runner.ts";
 import { upstreamFetch } from "./upstream-fetch.ts";
 
@@ -58,15 +62,51 @@ export function createTransport(target: UpstreamTarget, stderr: "ignore" | "pipe
       stderr,
     });
   }
-  const url = new URL(runtime.url);
-  for (const [name, value] of Object.entries(target.query)) url.searchParams.set(name, value);
+  const url = remoteUrl(runtime.url, target);
   // Both transports send requestInit's headers on every request, the SSE stream's GET included.
   const requestInit = { headers: target.headers };
-  const fetch = tracedFetch(upstreamFetch);
   return runtime.protocol === "sse"
-    ? new SSEClientTransport(url, { requestInit, fetch })
-    : new StreamableHTTPClientTransport(url, { requestInit, fetch });
+    ? new SSEClientTransport(url, { requestInit, fetch: httpFetch })
+    : new StreamableHTTPClientTransport(url, { requestInit, fetch: httpFetch });
 }
+
+/** The fetch of the HTTP transports (and direct calls): node:http with kept-alive sockets, traced. */
+const httpFetch = tracedFetch(upstreamFetch);
+
+function remoteUrl(base: string, target: UpstreamTarget): URL {
+  const url = new URL(base);
+  for (const [name, value] of Object.entries(target.query)) url.searchParams.set(name, value);
+  return url;
+}
+
+/**
+ * Where direct calls (direct-call.ts) reach a connected client's upstream, with what its transport sends on every
+ * request: only for a 2026-07-28 server over Streamable HTTP (undefined for any other).
+ */
+export function directTargetOf(
+  target: UpstreamTarget,
+  client: Client,
+  name: string,
+  capabilities: ClientCapabilities,
+): DirectTarget | undefined {
+  const { runtime } = target;
+  const protocolVersion = client.getNegotiatedProtocolVersion();
+  if (runtime.type !== "remote" || runtime.protocol === "sse" || client.getProtocolEra() !== "modern") return undefined;
+  if (!protocolVersion) return undefined;
+  return {
+    url: remoteUrl(runtime.url, target),
+    fetch: httpFetch,
+    headers: target.headers,
+    protocolVersion,
+    envelope: {
+      [PROTOCOL_VERSION_META_KEY]: protocolVersion,
+      [CLIENT_INFO_META_KEY]: clientInfo(name),
+      [CLIENT_CAPABILITIES_META_KEY]: capabilities,
+    },
+  };
+}
+
+const clientInfo = (name: string) => ({ name, version: "0.1.0" });
 
 /**
  * A client of either protocol era: over HTTP it probes with `server/discover` and falls back to `initialize` for a
@@ -75,8 +115,8 @@ export function createTransport(target: UpstreamTarget, stderr: "ignore" | "pipe
  */
 export function createClient(target: UpstreamTarget, name: string, capabilities: ClientCapabilities = {}): Client {
   const probes = target.runtime.type === "remote" && target.runtime.protocol !== "sse";
-  return new Client(
-    { name, version: "0.1.0" },
-    { capabilities, ...(probes ? { versionNegotiation: { mode: "auto" as const } } : {}) },
-  );
+  return new Client(clientInfo(name), {
+    capabilities,
+    ...(probes ? { versionNegotiation: { mode: "auto" as const } } : {}),
+  });
 }

@@ -17,7 +17,8 @@ import {
 } from "@modelcontextprotocol/client";
 import { newId } from "../lib/ids.ts";
 import { upstreamConnection } from "../observability/metrics.ts";
-import { createClient, createTransport, type UpstreamTarget } from "./connect.ts";
+import { createClient, createTransport, directTargetOf, type UpstreamTarget } from "./connect.ts";
+import { callDirect, DirectCallRedirected, type DirectTarget, directCallableName } from "./direct-call.ts";
 
 /** Why an upstream request produced no result; the codes are the tool call `error.code` values. */
 export class UpstreamFailure extends Error {
@@ -169,15 +170,29 @@ export class Upstream {
     });
   }
 
-  /** Any request, its result passed through unvalidated; an `input_required` result is returned as it came. */
+  /**
+   * Any request, its result passed through unvalidated; an `input_required` result is returned as it came. A
+   * `tools/call` to a 2026-07-28 server over Streamable HTTP is a direct call (see direct-call.ts) unless
+   * TOOLPLANE_MCP_FAST_CALLS=0; an upstream that redirects one gets its calls through the SDK client from then on.
+   */
   async request(
     method: string,
     params: Record<string, unknown> | undefined,
     options: UpstreamRequestOptions,
   ): Promise<Record<string, unknown>> {
-    return this.run(options, (client, requestOptions) =>
-      client.request({ method, params }, anyResult, { ...requestOptions, allowInputRequired: true }),
-    );
+    return this.run(options, async (client, requestOptions) => {
+      const direct =
+        method === "tools/call" && directCallableName(params?.name) ? directTargets.get(client) : undefined;
+      if (direct && process.env.TOOLPLANE_MCP_FAST_CALLS !== "0") {
+        try {
+          return await callDirect(direct, params ?? {}, { ...requestOptions, onnotification: this.onNotification });
+        } catch (error) {
+          if (!(error instanceof DirectCallRedirected)) throw error;
+          directTargets.delete(client);
+        }
+      }
+      return client.request({ method, params }, anyResult, { ...requestOptions, allowInputRequired: true });
+    });
   }
 
   /**
@@ -320,8 +335,20 @@ export class Upstream {
     return connecting;
   }
 
+  /**
+   * A notification the upstream sent outside progress: list changes drop the cached list; it goes to the client
+   * whose request it came with, or else to every peer.
+   */
+  private readonly onNotification = (received: Notification): void => {
+    const notification = withoutSubscriptionId(received);
+    for (const method of LIST_CHANGED[notification.method] ?? []) this.lists.delete(method);
+    const caller = upstreamCaller.getStore();
+    if (caller) caller.notify(notification);
+    else for (const peer of this.peers) peer.notify(notification);
+  };
+
   private async open(timeoutMs: number): Promise<Client> {
-    const client = createClient(this.target, "toolplane-gateway", this.capabilities);
+    const client = createClient(this.target, CLIENT_NAME, this.capabilities);
     for (const [method, capability] of Object.entries(RELAYED_REQUESTS)) {
       if (!this.capabilities[capability]) continue;
       client.setRequestHandler(
@@ -336,13 +363,7 @@ export class Upstream {
         }) as never,
       );
     }
-    client.fallbackNotificationHandler = async (received) => {
-      const notification = withoutSubscriptionId(received);
-      for (const method of LIST_CHANGED[notification.method] ?? []) this.lists.delete(method);
-      const caller = upstreamCaller.getStore();
-      if (caller) caller.notify(notification);
-      else for (const peer of this.peers) peer.notify(notification);
-    };
+    client.fallbackNotificationHandler = async (received) => this.onNotification(received);
     const transport = createTransport(this.target);
     // A crashed child or dropped connection is forgotten, so the next request reconnects; a close of an older
     // connection leaves its successor alone.
@@ -368,6 +389,8 @@ export class Upstream {
       deadline.signal.removeEventListener("abort", abort);
     }
     this.runId = newId("prn");
+    const direct = directTargetOf(this.target, client, CLIENT_NAME, this.capabilities);
+    if (direct) directTargets.set(client, direct);
     upstreamConnection(this, true);
     // What this connection listens to: a modern server's listen stream; a 2025 server that restarted forgot the
     // subscriptions of the connection it replaces.
@@ -393,6 +416,11 @@ export class Upstream {
     this.subscription = null;
   }
 }
+
+/** The name the gateway's upstream clients give (`clientInfo`). */
+const CLIENT_NAME = "toolplane-gateway";
+/** Connected clients whose tools/calls go direct (see Upstream.request), with where to. */
+const directTargets = new WeakMap<Client, DirectTarget>();
 
 /** A notification from an upstream's listen stream names that stream, which is the gateway's, not the client's. */
 function withoutSubscriptionId(notification: Notification): Notification {

@@ -1,0 +1,292 @@
+import {
+  type FetchLike,
+  type Notification,
+  type Progress,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+} from "@modelcontextprotocol/client";
+import { createParser } from "eventsource-parser";
+
+type Params = Record<string, unknown>;
+
+/**
+ * A 2026-07-28 upstream over Streamable HTTP as a direct call reaches it: what the SDK client's transport would
+ * send with every request (its URL, the runtime's headers, the negotiated revision and the `_meta` envelope).
+ */
+export interface DirectTarget {
+  url: URL;
+  fetch: FetchLike;
+  headers: Record<string, string>;
+  /** The negotiated revision (the `MCP-Protocol-Version` header). */
+  protocolVersion: string;
+  /** The `_meta` envelope the SDK client puts on every request: revision, client info and capabilities. */
+  envelope: Params;
+}
+
+/** The request options the pool gives a request (see Upstream.run): the SDK client's, as far as a call uses them. */
+export interface DirectCallOptions {
+  signal: AbortSignal;
+  timeout: number;
+  maxTotalTimeout: number;
+  resetTimeoutOnProgress: boolean;
+  onprogress?: (progress: Progress) => void;
+  /** Any other notification the upstream sends on the call's stream. */
+  onnotification: (notification: Notification) => void;
+}
+
+/** The upstream answered with a redirect: nothing ran, and the call goes through the SDK client instead. */
+export class DirectCallRedirected extends Error {}
+
+/**
+ * A tool name that goes in the `Mcp-Name` header as it is: visible ASCII, no space at either end. Any other name
+ * the SDK client encodes (base64), so its calls go through the SDK.
+ */
+export const directCallableName = (name: unknown): name is string =>
+  typeof name === "string" && /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(name);
+
+let lastId = 0;
+
+/**
+ * A `tools/call` to a 2026-07-28 upstream, sent on the HTTP exchange of that revision without the SDK client's
+ * protocol layer and transport: they cost ~0.45 ms of the ~4 ms the gateway adds to a call at one in flight (their
+ * zod checks of every message, the request's envelope and headers, web streams; BENCHMARKS.md). It mirrors what
+ * the SDK client (2.4) does for one request:
+ * - the body: the params with `_meta` = the envelope, the caller's `_meta` and a progress token (the request id)
+ *   when progress is asked for; the headers: the runtime's, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
+ *   JSON content and an Accept of JSON and SSE;
+ * - the answer: JSON (one message or a batch) or an SSE stream whose messages are progress (for this call: passed
+ *   on, and the timeout starts again), other notifications (passed on), and the response; a 400 whose body is
+ *   this request's JSON-RPC error is that error; any other non-2xx is an SdkHttpError, as the pool expects
+ *   (a 404 or 400 reconnects and retries once);
+ * - the result: a `resultType` is required; `input_required` is returned as it came (inputRequests, requestState,
+ *   _meta); `complete` is returned without its `resultType`; any other type is an error;
+ * - the timeout (reset by progress up to the total), and the caller's signal: either ends the HTTP exchange, which
+ *   is how a 2026-07-28 client cancels.
+ * Unlike the SDK client it does not check a complete result against the revision's schema (the result goes on as
+ * the upstream sent it, as every other request's does: see `anyResult`), and a stream that ends before its
+ * response fails the call at once instead of trying to resume it (2026-07-28 answers are per request).
+ */
+export function callDirect(target: DirectTarget, params: Params, options: DirectCallOptions): Promise<Params> {
+  const id = ++lastId;
+  const meta = { ...target.envelope, ...(params._meta as Params | undefined) };
+  if (options.onprogress) meta.progressToken = id;
+  const body = JSON.stringify({ method: "tools/call", params: { ...params, _meta: meta }, jsonrpc: "2.0", id });
+  const exchange = new AbortController();
+  const startedAt = Date.now();
+
+  return new Promise<Params>((resolve, reject) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (error: unknown, result?: Params) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      options.signal.removeEventListener("abort", onAbort);
+      if (result) return resolve(result);
+      exchange.abort(); // a call that failed (timed out, cancelled) ends its HTTP exchange
+      reject(error);
+    };
+    const onAbort = () => {
+      const reason = options.signal.reason;
+      settle(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
+    };
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => settle(new SdkError(SdkErrorCode.RequestTimeout, "Request timed out", { timeout: options.timeout })),
+        options.timeout,
+      );
+    };
+    if (options.signal.aborted) return onAbort();
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    arm();
+
+    const onMessage = (message: Params) => {
+      if ("method" in message) {
+        if (message.id !== undefined) return; // a server→client request: none exists in this revision
+        const notification = message as unknown as Notification;
+        const { progressToken, ...progress } = (notification.params ?? {}) as Params;
+        if (notification.method !== "notifications/progress") return options.onnotification(notification);
+        if (progressToken !== id) return;
+        if (options.resetTimeoutOnProgress) {
+          const elapsed = Date.now() - startedAt;
+          if (elapsed >= options.maxTotalTimeout) {
+            return settle(
+              new SdkError(SdkErrorCode.RequestTimeout, "Maximum total timeout exceeded", {
+                maxTotalTimeout: options.maxTotalTimeout,
+                totalElapsed: elapsed,
+              }),
+            );
+          }
+          arm();
+        }
+        options.onprogress?.(progress as unknown as Progress);
+        return;
+      }
+      if (message.id !== id) return;
+      if ("error" in message) {
+        const error = message.error as { code: number; message: string; data?: unknown };
+        return settle(ProtocolError.fromError(error.code, error.message, error.data));
+      }
+      try {
+        settle(null, decodedResult(message.result));
+      } catch (error) {
+        settle(error);
+      }
+    };
+
+    void target
+      .fetch(target.url, {
+        method: "POST",
+        headers: requestHeaders(target, String(params.name)),
+        body,
+        signal: exchange.signal,
+        redirect: "manual",
+      })
+      .then(async (response) => {
+        if (response.status >= 300 && response.status < 400) {
+          await response.body?.cancel().catch(() => undefined);
+          throw new DirectCallRedirected(`The upstream redirected a call (HTTP ${response.status}).`);
+        }
+        if (!response.ok) {
+          const text = await response.text().catch(() => null);
+          const error = text === null ? undefined : rpcErrorFor(text, id);
+          if (response.status === 400 && error) return onMessage(error);
+          throw new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
+            status: response.status,
+            statusText: response.statusText,
+            text,
+          });
+        }
+        // 202: nothing for this request, which then waits for its timeout (as with the SDK client).
+        if (response.status === 202) return void (await response.text().catch(() => undefined));
+        const type = response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+        if (type === "application/json") {
+          const data = (await response.json()) as unknown;
+          for (const message of Array.isArray(data) ? data : [data]) {
+            if (!isMessage(message)) throw new SdkError(SdkErrorCode.InvalidResult, "Invalid JSON-RPC message");
+            onMessage(message);
+          }
+          if (!settled) throw new SdkError(SdkErrorCode.ConnectionClosed, "The upstream's answer had no response.");
+        } else if (type === "text/event-stream") {
+          await readEvents(response, onMessage, () => settled);
+          if (!settled)
+            throw new SdkError(SdkErrorCode.ConnectionClosed, "The upstream's stream ended before its response.");
+        } else {
+          await response.text().catch(() => undefined);
+          throw new SdkError(SdkErrorCode.ClientHttpUnexpectedContent, `Unexpected content type: ${type}`, {
+            contentType: type,
+          });
+        }
+      })
+      .catch((error: unknown) => settle(error));
+  });
+}
+
+/** The headers the SDK client's transport sends with a 2026-07-28 tools/call. */
+function requestHeaders(target: DirectTarget, name: string): Headers {
+  const headers = new Headers(target.headers);
+  headers.set("mcp-protocol-version", target.protocolVersion);
+  headers.set("mcp-method", "tools/call");
+  headers.set("mcp-name", name);
+  headers.set("content-type", "application/json");
+  const accepted = headers
+    .get("accept")
+    ?.split(",")
+    .map((type) => type.trim().toLowerCase());
+  headers.set("accept", [...new Set([...(accepted ?? []), "application/json", "text/event-stream"])].join(", "));
+  return headers;
+}
+
+/** A 400's body when it is this request's JSON-RPC error (how a 2026-07-28 server refuses a request). */
+function rpcErrorFor(text: string, id: number): Params | undefined {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return isMessage(parsed) && parsed.id === id && "error" in parsed ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const isObject = (value: unknown): value is Params =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A JSON-RPC 2.0 request, notification or response, by shape. */
+function isMessage(value: unknown): value is Params {
+  if (!isObject(value) || value.jsonrpc !== "2.0") return false;
+  if (typeof value.method === "string") return value.params === undefined || isObject(value.params);
+  const id = value.id;
+  if (typeof id !== "string" && typeof id !== "number") return false;
+  return "result" in value ? isObject(value.result) && !("error" in value) : isObject(value.error);
+}
+
+/**
+ * Feeds an SSE answer's `message` events to `onMessage` until it ends or `done()` (then what is left of it is
+ * cancelled); a malformed one is skipped.
+ */
+async function readEvents(response: Response, onMessage: (message: Params) => void, done: () => boolean) {
+  const parser = createParser({
+    onEvent: (event) => {
+      if (!event.data || (event.event && event.event !== "message")) return;
+      try {
+        const message = JSON.parse(event.data) as unknown;
+        if (isMessage(message)) onMessage(message);
+      } catch {
+        // as the SDK client: a message it cannot parse is reported and skipped
+      }
+    },
+  });
+  const reader = response.body?.getReader();
+  if (!reader) return;
+  const decoder = new TextDecoder();
+  while (!done()) {
+    const { value, done: ended } = await reader.read();
+    if (ended) return;
+    parser.feed(decoder.decode(value, { stream: true }));
+  }
+  await reader.cancel().catch(() => undefined);
+}
+
+/** A 2026-07-28 result as the SDK client hands it on (see its codec's decodeResult). */
+function decodedResult(raw: unknown): Params {
+  const invalid = (detail: string, data: Params) =>
+    new SdkError(SdkErrorCode.InvalidResult, `Invalid result for tools/call: ${detail}`, {
+      method: "tools/call",
+      ...data,
+    });
+  if (!isObject(raw)) throw invalid("not an object", {});
+  const type = raw.resultType;
+  if (type === undefined) {
+    throw invalid(
+      "missing required resultType — servers implementing protocol revision 2026-07-28 MUST include it (the absent-means-complete bridge applies only to earlier-revision servers)",
+      { violation: "missing-resultType" },
+    );
+  }
+  if (typeof type !== "string") throw invalid("non-string resultType", { resultType: type });
+  if (type === "input_required") {
+    const inputRequests = isObject(raw.inputRequests) ? raw.inputRequests : {};
+    const requestState = typeof raw.requestState === "string" ? raw.requestState : undefined;
+    if (Object.keys(inputRequests).length === 0 && requestState === undefined) {
+      throw invalid(
+        "input_required carries neither inputRequests nor requestState (every input_required result must include at least one of the two)",
+        { violation: "input-required-missing-both" },
+      );
+    }
+    return {
+      resultType: "input_required",
+      inputRequests,
+      ...(requestState !== undefined ? { requestState } : {}),
+      ...(isObject(raw._meta) ? { _meta: raw._meta } : {}),
+    };
+  }
+  if (type !== "complete") {
+    throw new SdkError(SdkErrorCode.UnsupportedResultType, `Unsupported result type '${type}' for tools/call`, {
+      resultType: type,
+      method: "tools/call",
+    });
+  }
+  const { resultType: _complete, ...result } = raw;
+  return result;
+}
