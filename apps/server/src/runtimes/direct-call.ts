@@ -32,6 +32,8 @@ export interface DirectCallOptions {
   maxTotalTimeout: number;
   resetTimeoutOnProgress: boolean;
   onprogress?: (progress: Progress) => void;
+  /** Headers of this call (its `Mcp-Param-*` headers), sent besides the target's. */
+  headers: Record<string, string>;
   /** Any other notification the upstream sends on the call's stream. */
   onnotification: (notification: Notification) => void;
 }
@@ -140,7 +142,7 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
     void target
       .fetch(target.url, {
         method: "POST",
-        headers: requestHeaders(target, String(params.name)),
+        headers: requestHeaders(target, String(params.name), options.headers),
         body,
         signal: exchange.signal,
         redirect: "manual",
@@ -185,9 +187,10 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
   });
 }
 
-/** The headers the SDK client's transport sends with a 2026-07-28 tools/call. */
-function requestHeaders(target: DirectTarget, name: string): Headers {
+/** The headers the SDK client's transport sends with a 2026-07-28 tools/call (and the call's own). */
+function requestHeaders(target: DirectTarget, name: string, own: Record<string, string>): Headers {
   const headers = new Headers(target.headers);
+  for (const [header, value] of Object.entries(own)) headers.set(header, value);
   headers.set("mcp-protocol-version", target.protocolVersion);
   headers.set("mcp-method", "tools/call");
   headers.set("mcp-name", name);

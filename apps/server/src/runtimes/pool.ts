@@ -19,6 +19,7 @@ import { newId } from "../lib/ids.ts";
 import { upstreamConnection } from "../observability/metrics.ts";
 import { createClient, createTransport, directTargetOf, type UpstreamTarget } from "./connect.ts";
 import { callDirect, DirectCallRedirected, type DirectTarget, directCallableName } from "./direct-call.ts";
+import { mcpParamHeaders } from "./param-headers.ts";
 
 /** Why an upstream request produced no result; the codes are the tool call `error.code` values. */
 export class UpstreamFailure extends Error {
@@ -181,18 +182,29 @@ export class Upstream {
     options: UpstreamRequestOptions,
   ): Promise<Record<string, unknown>> {
     return this.run(options, async (client, requestOptions) => {
-      const direct =
-        method === "tools/call" && directCallableName(params?.name) ? directTargets.get(client) : undefined;
+      const modernCall = method === "tools/call" && client.getProtocolEra() === "modern";
+      const headers = modernCall ? this.paramHeaders(params) : {};
+      const direct = modernCall && directCallableName(params?.name) ? directTargets.get(client) : undefined;
       if (direct && process.env.TOOLPLANE_MCP_FAST_CALLS !== "0") {
         try {
-          return await callDirect(direct, params ?? {}, { ...requestOptions, onnotification: this.onNotification });
+          return await callDirect(direct, params ?? {}, {
+            ...requestOptions,
+            headers,
+            onnotification: this.onNotification,
+          });
         } catch (error) {
           if (!(error instanceof DirectCallRedirected)) throw error;
           directTargets.delete(client);
         }
       }
-      return client.request({ method, params }, anyResult, { ...requestOptions, allowInputRequired: true });
+      return client.request({ method, params }, anyResult, { ...requestOptions, headers, allowInputRequired: true });
     });
+  }
+
+  /** A 2026-07-28 tools/call's `Mcp-Param-*` headers, from the tool's schema as this connection listed it. */
+  private paramHeaders(params: Record<string, unknown> | undefined): Record<string, string> {
+    const tool = this.lists.get("tools/list")?.find((item) => (item as { name?: unknown }).name === params?.name);
+    return tool ? mcpParamHeaders((tool as { inputSchema?: unknown }).inputSchema, params?.arguments) : {};
   }
 
   /**

@@ -49,6 +49,7 @@ const options = (extra: Partial<Parameters<typeof callDirect>[2]> = {}) => ({
   timeout: 5_000,
   maxTotalTimeout: 60_000,
   resetTimeoutOnProgress: true,
+  headers: {},
   onnotification: () => undefined,
   ...extra,
 });

@@ -1,0 +1,129 @@
+/**
+ * SEP-2243 (MCP 2026-07-28, Streamable HTTP): a tool's `inputSchema` may mark an argument with `x-mcp-header`; a
+ * client then also sends it as an `Mcp-Param-<Name>` header (base64-wrapped when it is not plain ASCII), and a
+ * server refuses a call whose header is missing or disagrees (400, -32020). The upstream here is built as the SDK
+ * v2 documents (McpServer, registerTool), which enforces that. The gateway's upstream leg must send the headers as
+ * the SDK client's callTool does, or such tools cannot be called through a session.
+ */
+import type { Server as HttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { toNodeHandler } from "@modelcontextprotocol/node";
+import { createMcpHandler, fromJsonSchema, McpServer } from "@modelcontextprotocol/server";
+import express from "express";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import { type StartedTestServer, startTestServer } from "../support/server.ts";
+import {
+  type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  endpointOf,
+  firstText,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+let t: StartedTestServer;
+let upstream: HttpServer;
+let upstreamUrl: string;
+let session: CreatedSession;
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  const handler = createMcpHandler(() => {
+    const server = new McpServer({ name: "regional", version: "1.0.0" });
+    // The SEP-2243 extension keyword is not in the JSON Schema type the SDK declares.
+    const schema = {
+      type: "object",
+      properties: { region: { type: "string", "x-mcp-header": "Region" }, zone: { type: "integer" } },
+    } as Parameters<typeof fromJsonSchema>[0];
+    const inputSchema = fromJsonSchema<{ region?: string; zone?: number }>(schema);
+    server.registerTool("locate", { description: "Names its region.", inputSchema }, async (args) => ({
+      content: [{ type: "text", text: `region ${args.region}` }],
+    }));
+    return server;
+  });
+  const app = express();
+  app.use(express.json());
+  const node = toNodeHandler(handler);
+  app.all("/mcp", (req, res) => void node(req, res, req.body));
+  upstream = app.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => upstream.once("listening", resolve));
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/mcp`;
+  t = await startTestServer();
+  const provider = await remoteProvider(t.db, "regional", upstreamUrl);
+  const deployment = await deployProvider(t.client, provider.providerId, "Regional");
+  session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.close()));
+  await upstreams.closeAll();
+  upstream?.closeAllConnections();
+  await Promise.all([new Promise((resolve) => upstream?.close(resolve)), t?.close()]);
+});
+
+/** A 2026-07-28 client (SDK v2, pinned) of `url`. */
+async function client(url: URL, headers: Record<string, string> = {}) {
+  const connected = new Client(
+    { name: "param-client", version: "1.0.0" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  await connected.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
+  clients.push(connected);
+  return connected;
+}
+
+const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: args });
+
+describe("Mcp-Param headers (x-mcp-header)", () => {
+  it("are required by the upstream: a call without them is refused", async () => {
+    const raw = await fetch(upstreamUrl, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "locate",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          ...call("locate", { region: "eu-west" }),
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+          },
+        },
+      }),
+    });
+    expect(raw.status).toBe(400);
+    expect(((await raw.json()) as { error: { code: number } }).error.code).toBe(-32020);
+  });
+
+  for (const lanes of ["on", "off"]) {
+    it(`reach the upstream with the call, plain and base64-wrapped, as a direct client's (fast lanes ${lanes})`, async () => {
+      if (lanes === "off") process.env.TOOLPLANE_MCP_FAST_CALLS = "0";
+      try {
+        const direct = await client(new URL(upstreamUrl));
+        const viaSession = await client(endpointOf(t, session), { Authorization: `Bearer ${session.secret}` });
+        for (const region of ["eu-west", "Zürich "]) {
+          const args = { region, zone: 3 };
+          expect(firstText(await direct.callTool(call("locate", args)))).toBe(`region ${region}`);
+          const result = await viaSession.callTool(call("locate", args));
+          expect(firstText(result)).toBe(`region ${region}`);
+          expect(result.isError ?? false).toBe(false);
+        }
+        // An argument left out needs no header.
+        expect(firstText(await viaSession.callTool(call("locate", { zone: 1 })))).toBe("region undefined");
+      } finally {
+        delete process.env.TOOLPLANE_MCP_FAST_CALLS;
+      }
+    });
+  }
+});
