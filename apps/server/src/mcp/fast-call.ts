@@ -14,6 +14,7 @@ import {
   SERVER_INFO_META_KEY,
 } from "@modelcontextprotocol/server";
 import type { Request, Response } from "express";
+import { HEADER_MISMATCH } from "../runtimes/param-headers.ts";
 import { relayedCapabilities } from "../runtimes/pool.ts";
 import {
   type CallRequest,
@@ -163,8 +164,10 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
     response = { result: encoded(result), jsonrpc: "2.0", id: call.id };
   } catch (thrown) {
     response = errorResponse(call.id, thrown);
-    // The SDK answers an undeclared capability with the validation ladder's status even after its handler ran.
-    if ((response.error as Params).code === ProtocolErrorCode.MissingRequiredClientCapability) status = 400;
+    // The SDK answers an undeclared capability, and headers that disagree with the body, with the validation
+    // ladder's status.
+    const code = (response.error as Params).code;
+    if (code === ProtocolErrorCode.MissingRequiredClientCapability || code === HEADER_MISMATCH) status = 400;
   } finally {
     res.off("close", onClose);
   }

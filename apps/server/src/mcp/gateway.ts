@@ -1,4 +1,5 @@
 import type { ClientCapabilities, Progress } from "@modelcontextprotocol/client";
+import { ProtocolError } from "@modelcontextprotocol/server";
 import { ApiError } from "@toolplane/server-stubs";
 import { CompiledQuery, type Insertable, sql } from "kysely";
 import type { Db } from "../db/database.ts";
@@ -13,6 +14,7 @@ import { toolCallFinished } from "../observability/gateway.ts";
 import { labelUpstream } from "../observability/metrics.ts";
 import { traceUpstreamRequest } from "../observability/tracing.ts";
 import type { UpstreamTarget } from "../runtimes/connect.ts";
+import { HEADER_MISMATCH, mcpParamMismatch } from "../runtimes/param-headers.ts";
 import {
   type ListMethod,
   relayedCapabilities,
@@ -88,6 +90,8 @@ export interface CallOptions extends Downstream {
   params?: Record<string, unknown>;
   /** The request waits for something to end (`tasks/result`): silence is expected, only the hard limit applies. */
   untilDone?: boolean;
+  /** A 2026-07-28 request's headers, whose `Mcp-Param-*` ones must agree with the arguments (see ServingContext). */
+  paramHeaders?: Record<string, string | string[] | undefined>;
 }
 
 export interface CallOutcome {
@@ -496,6 +500,14 @@ export class Gateway {
     const startedAt = performance.now();
     const found = await this.find(session, "tools/list", key, options);
     if (!found) return null;
+    // Refused before anything runs or is recorded, as a direct server refuses it (SEP-2243).
+    const mismatch =
+      options.paramHeaders && "item" in found
+        ? mcpParamMismatch(found.item.inputSchema, input, options.paramHeaders)
+        : undefined;
+    if (mismatch) {
+      throw new ProtocolError(HEADER_MISMATCH, `Bad Request: the request headers and body disagree: ${mismatch}`);
+    }
     // A provider that could not be reached to find the tool: the call is recorded as failed, naming the provider.
     const failed = "failure" in found ? namingProvider(found.failure) : null;
     const provider = "failure" in found ? found.failure.provider : found.provider;

@@ -107,6 +107,15 @@ interface Connection {
   lastUsedAt: number;
 }
 
+/**
+ * A request of the 2026-07-28 revision or a later one, by its `MCP-Protocol-Version` header (revisions are dates;
+ * the SDK refuses a request whose header and envelope disagree).
+ */
+const isModernRequest = (req: Request) => {
+  const version = req.headers["mcp-protocol-version"];
+  return typeof version === "string" && version.trim() >= "2026-07-28";
+};
+
 const connectionIdleMs = () => Number(process.env.TOOLPLANE_MCP_CONNECTION_IDLE_MS) || 30 * 60_000;
 
 /**
@@ -295,7 +304,9 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     ) {
       await openSession(req, res, session);
     } else {
-      await servePerRequest(req, res, session, servingFor(req, null, false));
+      const serving = servingFor(req, null, false);
+      if (isModernRequest(req)) serving.paramHeaders = req.headers;
+      await servePerRequest(req, res, session, serving);
     }
     touched(session, 1);
   });

@@ -51,6 +51,11 @@ export interface ServingContext {
   log: Logger;
   /** What the client declared at `initialize`, when that happened on another replica. */
   clientCapabilities?: ClientCapabilities;
+  /**
+   * A 2026-07-28 request's headers: its `Mcp-Param-*` headers must agree with the arguments (SEP-2243), as a
+   * direct server checks them. Unset in the 2025 revisions, which have no such headers.
+   */
+  paramHeaders?: Record<string, string | string[] | undefined>;
 }
 
 /** The gateway's identity, stamped on every result it sends a 2026-07-28 client. */
@@ -522,6 +527,7 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
         {
           capabilities,
           connectionId: serving.connectionId,
+          ...(serving.paramHeaders ? { paramHeaders: serving.paramHeaders } : {}),
           caller: () => ({
             request: (embedded, signal) => continuation.ask(embedded, signal),
             notify: (notification) => {

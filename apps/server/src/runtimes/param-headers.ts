@@ -8,9 +8,13 @@
  */
 
 type Schema = Record<string, unknown>;
+
+/** The JSON-RPC error (with HTTP 400) of a request whose headers and body disagree (HEADER_MISMATCH, SEP-2243). */
+export const HEADER_MISMATCH = -32020;
 interface Declaration {
   path: string[];
   headerName: string;
+  type: string;
 }
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -48,20 +52,51 @@ const declarationsOf = new WeakMap<object, Declaration[]>();
  * not a primitive it can write.
  */
 export function mcpParamHeaders(inputSchema: unknown, args: unknown): Record<string, string> {
-  if (typeof inputSchema !== "object" || inputSchema === null) return {};
+  const headers: Record<string, string> = {};
+  for (const { headerName, text } of declaredValues(inputSchema, args))
+    headers[`Mcp-Param-${headerName}`] = encoded(text);
+  return headers;
+}
+
+/**
+ * Why a 2026-07-28 call's `Mcp-Param-*` headers (`given`, by lower-case name) disagree with its arguments, or
+ * undefined when they agree; as a server checks them (the SDK's `validateMcpParamHeaders`): every declared
+ * argument the body carries needs its header, base64-wrapped values are decoded, and integers compare as numbers.
+ */
+export function mcpParamMismatch(
+  inputSchema: unknown,
+  args: unknown,
+  given: Record<string, string | string[] | undefined>,
+): string | undefined {
+  for (const { headerName, type, text } of declaredValues(inputSchema, args)) {
+    const header = `Mcp-Param-${headerName}`;
+    const raw = given[header.toLowerCase()];
+    const carries = `the body carries ${headerName.toLowerCase()}=${JSON.stringify(text)}`;
+    if (typeof raw !== "string") return `${carries} but the ${header} header is ${raw ? "repeated" : "absent"}`;
+    const value = decoded(raw.trim());
+    if (value === undefined) return `the ${header} header is not a valid value`;
+    const same = type === "integer" ? Number(value) === Number(text) && value.trim() !== "" : value === text;
+    if (!same) return `${carries} but the ${header} header carries ${JSON.stringify(value)}`;
+  }
+  return undefined;
+}
+
+/** The declared arguments a call carries, as header text (what a header is written from and checked against). */
+function declaredValues(inputSchema: unknown, args: unknown): { headerName: string; type: string; text: string }[] {
+  if (typeof inputSchema !== "object" || inputSchema === null) return [];
   let declarations = declarationsOf.get(inputSchema);
   if (!declarations) {
     declarations = scan(inputSchema as Schema) ?? [];
     declarationsOf.set(inputSchema, declarations);
   }
-  const headers: Record<string, string> = {};
-  for (const { path, headerName } of declarations) {
+  const values: { headerName: string; type: string; text: string }[] = [];
+  for (const { path, headerName, type } of declarations) {
     let value: unknown = args;
     for (const key of path) value = typeof value === "object" && value !== null ? (value as Schema)[key] : undefined;
     const text = primitiveText(value);
-    if (text !== undefined) headers[`Mcp-Param-${headerName}`] = encoded(text);
+    if (text !== undefined) values.push({ headerName, type, text });
   }
-  return headers;
+  return values;
 }
 
 /** The schema's declarations, or undefined when any is invalid (SEP-2243's constraints, as the SDK checks them). */
@@ -77,7 +112,7 @@ function scan(inputSchema: Schema): Declaration[] | undefined {
       if (typeof schema.type !== "string" || !PERMITTED_TYPES.has(schema.type)) return false;
       if (names.has(name.toLowerCase())) return false;
       names.add(name.toLowerCase());
-      declarations.push({ path, headerName: name });
+      declarations.push({ path, headerName: name, type: schema.type });
     }
     const properties = schema.properties;
     if (typeof properties === "object" && properties !== null) {
@@ -104,6 +139,19 @@ function primitiveText(value: unknown): string | undefined {
   if (typeof value === "boolean") return value ? "true" : "false";
   if (typeof value !== "number" || !Number.isFinite(value)) return undefined;
   return Number.isInteger(value) && !Number.isSafeInteger(value) ? undefined : String(value);
+}
+
+/** A header's value: as it is, or decoded from `=?base64?…?=` (undefined when that is not base64 of UTF-8). */
+function decoded(value: string): string | undefined {
+  if (!(value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX))) return value;
+  const payload = value.slice(BASE64_PREFIX.length, value.length - BASE64_SUFFIX.length);
+  const bytes = Buffer.from(payload, "base64");
+  if (bytes.toString("base64") !== payload) return undefined;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Plain visible ASCII as it is; anything else (or what looks encoded already) as `=?base64?<utf-8>?=`. */

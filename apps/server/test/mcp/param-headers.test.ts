@@ -106,7 +106,65 @@ describe("Mcp-Param headers (x-mcp-header)", () => {
     expect(((await raw.json()) as { error: { code: number } }).error.code).toBe(-32020);
   });
 
+  /** A raw 2026-07-28 tools/call of `locate` to `url`, with `headers` besides the standard ones. */
+  const rawCall = (url: string | URL, args: Record<string, unknown>, headers: Record<string, string>) =>
+    fetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "locate",
+        ...headers,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 7,
+        method: "tools/call",
+        params: {
+          ...call("locate", args),
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+            "io.modelcontextprotocol/clientCapabilities": {},
+          },
+        },
+      }),
+    });
+
   for (const lanes of ["on", "off"]) {
+    // The SDK's server answers a handler's error in-band (HTTP 200), so on the SDK path (fast lanes off, or a call
+    // with a task) the refusal is the same -32020 error with status 200; the fast lane answers 400 as the upstream.
+    it(`are checked by the gateway as the upstream checks them: -32020 when they disagree (fast lanes ${lanes})`, async () => {
+      if (lanes === "off") process.env.TOOLPLANE_MCP_FAST_CALLS = "0";
+      try {
+        const auth = { authorization: `Bearer ${session.secret}` };
+        const cases: [Record<string, unknown>, Record<string, string>, number][] = [
+          [{ region: "us" }, { "mcp-param-region": "eu" }, 400], // disagrees
+          [{ region: "us" }, {}, 400], // absent
+          [{ region: "Zürich" }, { "mcp-param-region": "=?base64?not base64?=" }, 400],
+          [{ region: "Zürich" }, { "mcp-param-region": `=?base64?${Buffer.from("Zürich").toString("base64")}?=` }, 200],
+          [{ region: "us" }, { "mcp-param-region": "us" }, 200],
+          [{ zone: 2 }, {}, 200], // the declared argument is not in the body: no header needed
+        ];
+        for (const [args, headers, status] of cases) {
+          const direct = await rawCall(upstreamUrl, args, headers);
+          const viaSession = await rawCall(endpointOf(t, session), args, { ...auth, ...headers });
+          const label = JSON.stringify({ args, headers });
+          expect(direct.status, label).toBe(status);
+          expect(viaSession.status, label).toBe(lanes === "off" ? 200 : status);
+          const answer = (await viaSession.json()) as { error?: { code: number; message: string } };
+          if (status === 400) {
+            expect(answer.error?.code, label).toBe(-32020);
+            expect(answer.error?.message, label).toMatch(/Mcp-Param-Region/);
+          } else expect(answer.error, label).toBeUndefined();
+        }
+      } finally {
+        delete process.env.TOOLPLANE_MCP_FAST_CALLS;
+      }
+    });
+
     it(`reach the upstream with the call, plain and base64-wrapped, as a direct client's (fast lanes ${lanes})`, async () => {
       if (lanes === "off") process.env.TOOLPLANE_MCP_FAST_CALLS = "0";
       try {

@@ -3,7 +3,7 @@
  * rules the SDK client applies: which declarations count, and how values are written.
  */
 import { describe, expect, it } from "vitest";
-import { mcpParamHeaders } from "../../src/runtimes/param-headers.ts";
+import { mcpParamHeaders, mcpParamMismatch } from "../../src/runtimes/param-headers.ts";
 
 const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   type: "object",
@@ -60,5 +60,25 @@ describe("Mcp-Param headers", () => {
     expect(mcpParamHeaders(schema, { n: 2 ** 60 })).toEqual({});
     expect(mcpParamHeaders(schema, { n: Number.NaN })).toEqual({});
     expect(mcpParamHeaders(schema, { n: -7 })).toEqual({ "Mcp-Param-N": "-7" });
+  });
+
+  it("are checked against the arguments as a server checks them", () => {
+    const schema = object({
+      region: { type: "string", "x-mcp-header": "Region" },
+      zone: { type: "integer", "x-mcp-header": "Zone" },
+    });
+    const wrapped = (v: string) => `=?base64?${Buffer.from(v).toString("base64")}?=`;
+    expect(
+      mcpParamMismatch(schema, { region: "eu", zone: 3 }, { "mcp-param-region": "eu", "mcp-param-zone": "3" }),
+    ).toBeUndefined();
+    // Integers compare as numbers; an argument the body leaves out (or null) needs no header.
+    expect(mcpParamMismatch(schema, { zone: 3 }, { "mcp-param-zone": "3.0" })).toBeUndefined();
+    expect(mcpParamMismatch(schema, { region: null }, {})).toBeUndefined();
+    expect(mcpParamMismatch(schema, { region: "Zürich" }, { "mcp-param-region": wrapped("Zürich") })).toBeUndefined();
+    expect(mcpParamMismatch(schema, { region: "eu" }, {})).toMatch(/Mcp-Param-Region header is absent/);
+    expect(mcpParamMismatch(schema, { region: "eu" }, { "mcp-param-region": "us" })).toMatch(/carries "us"/);
+    expect(mcpParamMismatch(schema, { region: "eu" }, { "mcp-param-region": ["eu", "eu"] })).toMatch(/repeated/);
+    expect(mcpParamMismatch(schema, { region: "eu" }, { "mcp-param-region": "=?base64?%%?=" })).toMatch(/not a valid/);
+    expect(mcpParamMismatch(schema, { zone: 3 }, { "mcp-param-zone": "4" })).toMatch(/Mcp-Param-Zone/);
   });
 });
