@@ -92,6 +92,8 @@ export interface CallOptions extends Downstream {
   untilDone?: boolean;
   /** A 2026-07-28 request's headers, whose `Mcp-Param-*` ones must agree with the arguments (see ServingContext). */
   paramHeaders?: Record<string, string | string[] | undefined>;
+  /** The called tool's input schema as its upstream listed it: the source of the call's `Mcp-Param-*` headers. */
+  toolSchema?: unknown;
 }
 
 export interface CallOutcome {
@@ -459,6 +461,7 @@ export class Gateway {
           timeoutMs: options.untilDone ? this.maxMs : this.timeoutMs,
           maxTotalMs: this.maxMs,
           ...(options.signal ? { signal: options.signal } : {}),
+          ...(options.toolSchema !== undefined ? { toolSchema: options.toolSchema } : {}),
           // Progress is always asked for: it is what lets a long call outlive the upstream timeout.
           onprogress: options.onprogress ?? (() => undefined),
         }),
@@ -562,7 +565,7 @@ export class Gateway {
           upstream,
           "tools/call",
           { ...options.params, name, ...(input === undefined ? {} : { arguments: input }) },
-          { ...options, signal },
+          { ...options, signal, toolSchema: item.inputSchema },
         );
       }
     } catch (error) {

@@ -73,6 +73,8 @@ export interface UpstreamRequestOptions {
   maxTotalMs?: number;
   signal?: AbortSignal;
   onprogress?: (progress: Progress) => void;
+  /** A tools/call's tool's input schema: the source of its `Mcp-Param-*` headers toward a 2026-07-28 server. */
+  toolSchema?: unknown;
 }
 
 /** The lists an upstream is asked for, with the result member that holds each. */
@@ -183,7 +185,7 @@ export class Upstream {
   ): Promise<Record<string, unknown>> {
     return this.run(options, async (client, requestOptions) => {
       const modernCall = method === "tools/call" && client.getProtocolEra() === "modern";
-      const headers = modernCall ? this.paramHeaders(params) : {};
+      const headers = modernCall ? mcpParamHeaders(options.toolSchema, params?.arguments) : {};
       const direct = modernCall && directCallableName(params?.name) ? directTargets.get(client) : undefined;
       if (direct && process.env.TOOLPLANE_MCP_FAST_CALLS !== "0") {
         try {
@@ -199,12 +201,6 @@ export class Upstream {
       }
       return client.request({ method, params }, anyResult, { ...requestOptions, headers, allowInputRequired: true });
     });
-  }
-
-  /** A 2026-07-28 tools/call's `Mcp-Param-*` headers, from the tool's schema as this connection listed it. */
-  private paramHeaders(params: Record<string, unknown> | undefined): Record<string, string> {
-    const tool = this.lists.get("tools/list")?.find((item) => (item as { name?: unknown }).name === params?.name);
-    return tool ? mcpParamHeaders((tool as { inputSchema?: unknown }).inputSchema, params?.arguments) : {};
   }
 
   /**
