@@ -81,7 +81,7 @@ function remoteUrl(base: string, target: UpstreamTarget): URL {
 
 /**
  * Where direct calls (direct-call.ts) reach a connected client's upstream, with what its transport sends on every
- * request: only for a 2026-07-28 server over Streamable HTTP (undefined for any other).
+ * request: for a server over Streamable HTTP, of either era (undefined over the legacy SSE transport or stdio).
  */
 export function directTargetOf(
   target: UpstreamTarget,
@@ -91,13 +91,15 @@ export function directTargetOf(
 ): DirectTarget | undefined {
   const { runtime } = target;
   const protocolVersion = client.getNegotiatedProtocolVersion();
-  if (runtime.type !== "remote" || runtime.protocol === "sse" || client.getProtocolEra() !== "modern") return undefined;
-  if (!protocolVersion) return undefined;
+  const transport = client.transport;
+  if (runtime.type !== "remote" || runtime.protocol === "sse" || !protocolVersion) return undefined;
+  if (!(transport instanceof StreamableHTTPClientTransport)) return undefined;
+  const reached = { url: remoteUrl(runtime.url, target), fetch: httpFetch, headers: target.headers, protocolVersion };
+  if (client.getProtocolEra() !== "modern") {
+    return transport.sessionId ? { ...reached, sessionId: transport.sessionId } : reached;
+  }
   return {
-    url: remoteUrl(runtime.url, target),
-    fetch: httpFetch,
-    headers: target.headers,
-    protocolVersion,
+    ...reached,
     envelope: {
       [PROTOCOL_VERSION_META_KEY]: protocolVersion,
       [CLIENT_INFO_META_KEY]: clientInfo(name),

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   type FetchLike,
   type Notification,
@@ -12,8 +13,9 @@ import { createParser } from "eventsource-parser";
 type Params = Record<string, unknown>;
 
 /**
- * A 2026-07-28 upstream over Streamable HTTP as a direct call reaches it: what the SDK client's transport would
- * send with every request (its URL, the runtime's headers, the negotiated revision and the `_meta` envelope).
+ * An upstream over Streamable HTTP as a direct call reaches it: what the SDK client's transport would send with
+ * every request (its URL, the runtime's headers, the negotiated revision, and the `_meta` envelope of 2026-07-28
+ * or the MCP session of a 2025 revision).
  */
 export interface DirectTarget {
   url: URL;
@@ -21,8 +23,13 @@ export interface DirectTarget {
   headers: Record<string, string>;
   /** The negotiated revision (the `MCP-Protocol-Version` header). */
   protocolVersion: string;
-  /** The `_meta` envelope the SDK client puts on every request: revision, client info and capabilities. */
-  envelope: Params;
+  /**
+   * 2026-07-28: the `_meta` envelope the SDK client puts on every request (revision, client info, capabilities).
+   * Undefined for a 2025 revision, whose requests carry none.
+   */
+  envelope?: Params;
+  /** A 2025 revision's MCP session (the `Mcp-Session-Id` header), when the server gave one at initialize. */
+  sessionId?: string;
 }
 
 /** The request options the pool gives a request (see Upstream.run): the SDK client's, as far as a call uses them. */
@@ -51,30 +58,52 @@ export const directCallableName = (name: unknown): name is string =>
 let lastId = 0;
 
 /**
- * A `tools/call` to a 2026-07-28 upstream, sent on the HTTP exchange of that revision without the SDK client's
- * protocol layer and transport: they cost ~0.45 ms of the ~4 ms the gateway adds to a call at one in flight (their
- * zod checks of every message, the request's envelope and headers, web streams; BENCHMARKS.md). It mirrors what
- * the SDK client (2.4) does for one request:
- * - the body: the params with `_meta` = the envelope, the caller's `_meta` and a progress token (the request id)
- *   when progress is asked for; the headers: the runtime's, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
- *   JSON content and an Accept of JSON and SSE;
+ * How a 2025 server's answer stream is resumed after it ended before the response, as the SDK client's transport
+ * does it (its default reconnection options): after the server's `retry` or 1 s growing by 1.5× (at most 30 s),
+ * and given up after 2 failed attempts in a row.
+ */
+const RESUME = { initialDelayMs: 1_000, growth: 1.5, maxDelayMs: 30_000, maxFailures: 2 };
+
+/**
+ * A `tools/call` sent on the HTTP exchange of the upstream's revision without the SDK client's protocol layer and
+ * transport: they cost ~0.45 ms of the ~4 ms the gateway adds to a call at one in flight (their zod checks of
+ * every message, the request's envelope and headers, web streams; BENCHMARKS.md). It mirrors what the SDK client
+ * (2.4) does for one request:
+ * - the body: the params with a progress token (the request id) in `_meta` when progress is asked for, and on
+ *   2026-07-28 the envelope there too; the headers: the runtime's, `MCP-Protocol-Version`, JSON content and an
+ *   Accept of JSON and SSE, plus `Mcp-Method` and `Mcp-Name` (2026-07-28) or `Mcp-Session-Id` (2025);
  * - the answer: JSON (one message or a batch) or an SSE stream whose messages are progress (for this call: passed
- *   on, and the timeout starts again), other notifications (passed on), and the response; a 400 whose body is
- *   this request's JSON-RPC error is that error; any other non-2xx is an SdkHttpError, as the pool expects
- *   (a 404 or 400 reconnects and retries once);
- * - the result: a `resultType` is required; `input_required` is returned as it came (inputRequests, requestState,
- *   _meta); `complete` is returned without its `resultType`; any other type is an error;
- * - the timeout (reset by progress up to the total), and the caller's signal: either ends the HTTP exchange, which
- *   is how a 2026-07-28 client cancels.
- * Unlike the SDK client it does not check a complete result against the revision's schema (the result goes on as
- * the upstream sent it, as every other request's does: see `anyResult`), and a stream that ends before its
- * response fails the call at once instead of trying to resume it (2026-07-28 answers are per request).
+ *   on, and the timeout starts again), other notifications (passed on), and the response. A 2025 server may also
+ *   ask something on it: a `ping` is answered, anything else refused as the SDK client refuses a method it has no
+ *   handler for (the pool sends calls of connections that relay sampling, elicitation or roots through the SDK);
+ * - a 2025 stream that ends before its response after the server gave an event id is resumed with
+ *   `Last-Event-ID` (see RESUME); on 2026-07-28, where answers are per request, the call fails at once;
+ * - a 2026-07-28 server's 400 whose body is this request's JSON-RPC error is that error; any other non-2xx is an
+ *   SdkHttpError, as the pool expects (a 404 or 400 reconnects and retries once);
+ * - the result: on 2026-07-28 a `resultType` is required, `input_required` is returned as it came (inputRequests,
+ *   requestState, _meta), `complete` is returned without its `resultType`, any other type is an error; a 2025
+ *   result is returned without the `resultType` that is not its revision's vocabulary;
+ * - the timeout (reset by progress up to the total), and the caller's signal: either cancels the call, on
+ *   2026-07-28 by ending the HTTP exchange, on 2025 by a `notifications/cancelled` (the SDK client sends none when
+ *   the total runs out; this does, so the upstream stops too).
+ * Unlike the SDK client it does not check a complete 2026-07-28 result against the revision's schema (the result
+ * goes on as the upstream sent it, as every other request's does: see `anyResult`).
  */
 export function callDirect(target: DirectTarget, params: Params, options: DirectCallOptions): Promise<Params> {
   const id = ++lastId;
-  const meta = { ...target.envelope, ...(params._meta as Params | undefined) };
-  if (options.onprogress) meta.progressToken = id;
-  const body = JSON.stringify({ method: "tools/call", params: { ...params, _meta: meta }, jsonrpc: "2.0", id });
+  const modern = target.envelope !== undefined;
+  const sent =
+    modern || options.onprogress
+      ? {
+          ...params,
+          _meta: {
+            ...target.envelope,
+            ...(params._meta as Params | undefined),
+            ...(options.onprogress ? { progressToken: id } : {}),
+          },
+        }
+      : params;
+  const body = JSON.stringify({ method: "tools/call", params: sent, jsonrpc: "2.0", id });
   const exchange = new AbortController();
   const startedAt = Date.now();
 
@@ -90,24 +119,35 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
       exchange.abort(); // a call that failed (timed out, cancelled) ends its HTTP exchange
       reject(error);
     };
-    const onAbort = () => {
-      const reason = options.signal.reason;
+    const cancel = (reason: unknown) => {
+      if (!settled && !modern) {
+        post(target, {
+          jsonrpc: "2.0",
+          method: "notifications/cancelled",
+          params: { requestId: id, reason: String(reason) },
+        });
+      }
       settle(reason instanceof SdkError ? reason : new SdkError(SdkErrorCode.RequestTimeout, String(reason)));
     };
+    const onAbort = () => cancel(options.signal.reason);
     const arm = () => {
       clearTimeout(timer);
       timer = setTimeout(
-        () => settle(new SdkError(SdkErrorCode.RequestTimeout, "Request timed out", { timeout: options.timeout })),
+        () => cancel(new SdkError(SdkErrorCode.RequestTimeout, "Request timed out", { timeout: options.timeout })),
         options.timeout,
       );
     };
-    if (options.signal.aborted) return onAbort();
+    if (options.signal.aborted) return settle(new SdkError(SdkErrorCode.RequestTimeout, String(options.signal.reason)));
     options.signal.addEventListener("abort", onAbort, { once: true });
     arm();
 
     const onMessage = (message: Params) => {
       if ("method" in message) {
-        if (message.id !== undefined) return; // a server→client request: none exists in this revision
+        if (message.id !== undefined) {
+          // A server→client request: none exists in 2026-07-28; a 2025 server's ping is answered.
+          if (!modern) post(target, answerTo(message));
+          return;
+        }
         const notification = message as unknown as Notification;
         const { progressToken, ...progress } = (notification.params ?? {}) as Params;
         if (notification.method !== "notifications/progress") return options.onnotification(notification);
@@ -115,7 +155,7 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
         if (options.resetTimeoutOnProgress) {
           const elapsed = Date.now() - startedAt;
           if (elapsed >= options.maxTotalTimeout) {
-            return settle(
+            return cancel(
               new SdkError(SdkErrorCode.RequestTimeout, "Maximum total timeout exceeded", {
                 maxTotalTimeout: options.maxTotalTimeout,
                 totalElapsed: elapsed,
@@ -133,7 +173,7 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
         return settle(ProtocolError.fromError(error.code, error.message, error.data));
       }
       try {
-        settle(null, decodedResult(message.result));
+        settle(null, modern ? decodedResult(message.result) : withoutResultType(message.result));
       } catch (error) {
         settle(error);
       }
@@ -142,7 +182,7 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
     void target
       .fetch(target.url, {
         method: "POST",
-        headers: requestHeaders(target, String(params.name), options.headers),
+        headers: requestHeaders(target, { name: String(params.name), own: options.headers }),
         body,
         signal: exchange.signal,
         redirect: "manual",
@@ -154,7 +194,7 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
         }
         if (!response.ok) {
           const text = await response.text().catch(() => null);
-          const error = text === null ? undefined : rpcErrorFor(text, id);
+          const error = text === null || !modern ? undefined : rpcErrorFor(text, id);
           if (response.status === 400 && error) return onMessage(error);
           throw new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
             status: response.status,
@@ -164,7 +204,7 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
         }
         // 202: nothing for this request, which then waits for its timeout (as with the SDK client).
         if (response.status === 202) return void (await response.text().catch(() => undefined));
-        const type = response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+        const type = mediaType(response);
         if (type === "application/json") {
           const data = (await response.json()) as unknown;
           for (const message of Array.isArray(data) ? data : [data]) {
@@ -173,7 +213,13 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
           }
           if (!settled) throw new SdkError(SdkErrorCode.ConnectionClosed, "The upstream's answer had no response.");
         } else if (type === "text/event-stream") {
-          await readEvents(response, onMessage, () => settled);
+          const position: StreamPosition = {};
+          await readEvents(response, onMessage, () => settled, position).catch((error: unknown) => {
+            if (modern || position.lastEventId === undefined) throw error;
+          });
+          if (!modern && position.lastEventId !== undefined) {
+            await resume(target, position, onMessage, () => settled, exchange.signal);
+          }
           if (!settled)
             throw new SdkError(SdkErrorCode.ConnectionClosed, "The upstream's stream ended before its response.");
         } else {
@@ -187,13 +233,71 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
   });
 }
 
-/** The headers the SDK client's transport sends with a 2026-07-28 tools/call (and the call's own). */
-function requestHeaders(target: DirectTarget, name: string, own: Record<string, string>): Headers {
+/** Where a 2025 answer stream got to: the last event id the server gave, and the reconnection delay it asked for. */
+interface StreamPosition {
+  lastEventId?: string;
+  retryMs?: number;
+}
+
+/**
+ * Resumes a 2025 answer stream that ended (or broke) before the response, with `GET` and `Last-Event-ID`, until
+ * the call is settled or RESUME gives up; a server that does not offer resumption (405) ends it at once.
+ */
+async function resume(
+  target: DirectTarget,
+  position: StreamPosition,
+  onMessage: (message: Params) => void,
+  done: () => boolean,
+  signal: AbortSignal,
+): Promise<void> {
+  for (let failures = 0; !done() && failures < RESUME.maxFailures; ) {
+    const backoff = RESUME.initialDelayMs * RESUME.growth ** failures;
+    await sleep(position.retryMs ?? Math.min(backoff, RESUME.maxDelayMs), undefined, { signal }).catch(() => undefined);
+    if (done()) return;
+    const headers = requestHeaders(target);
+    headers.set("accept", "text/event-stream");
+    headers.set("last-event-id", position.lastEventId ?? "");
+    const response = await target.fetch(target.url, { method: "GET", headers, signal }).catch(() => null);
+    if (response?.status === 405) return void (await response.text().catch(() => undefined));
+    if (!response?.ok || mediaType(response) !== "text/event-stream") {
+      await response?.text().catch(() => undefined);
+      failures++;
+      continue;
+    }
+    failures = 0;
+    await readEvents(response, onMessage, done, position).catch(() => undefined);
+  }
+}
+
+/** A 2025 client's answer to a server's request on a call's stream: `ping` is answered, anything else refused. */
+function answerTo(request: Params): Params {
+  return request.method === "ping"
+    ? { jsonrpc: "2.0", id: request.id, result: {} }
+    : { jsonrpc: "2.0", id: request.id, error: { code: -32601, message: "Method not found" } };
+}
+
+/** A message (a notification, an answer) POSTed to a 2025 session, as the SDK client's transport sends one. */
+function post(target: DirectTarget, message: Params): void {
+  void target
+    .fetch(target.url, { method: "POST", headers: requestHeaders(target), body: JSON.stringify(message) })
+    .then((response) => response.text())
+    .catch(() => undefined);
+}
+
+/**
+ * The headers the SDK client's transport sends with a POST: the runtime's, the session's (2025), the revision,
+ * JSON content and an Accept of JSON and SSE; with a 2026-07-28 tools/call, `Mcp-Method`, `Mcp-Name` and the
+ * call's own (its `Mcp-Param-*` headers).
+ */
+function requestHeaders(target: DirectTarget, call?: { name: string; own: Record<string, string> }): Headers {
   const headers = new Headers(target.headers);
-  for (const [header, value] of Object.entries(own)) headers.set(header, value);
+  if (target.sessionId) headers.set("mcp-session-id", target.sessionId);
+  if (call && target.envelope) {
+    for (const [header, value] of Object.entries(call.own)) headers.set(header, value);
+    headers.set("mcp-method", "tools/call");
+    headers.set("mcp-name", call.name);
+  }
   headers.set("mcp-protocol-version", target.protocolVersion);
-  headers.set("mcp-method", "tools/call");
-  headers.set("mcp-name", name);
   headers.set("content-type", "application/json");
   const accepted = headers
     .get("accept")
@@ -202,6 +306,8 @@ function requestHeaders(target: DirectTarget, name: string, own: Record<string, 
   headers.set("accept", [...new Set([...(accepted ?? []), "application/json", "text/event-stream"])].join(", "));
   return headers;
 }
+
+const mediaType = (response: Response) => response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
 
 /** A 400's body when it is this request's JSON-RPC error (how a 2026-07-28 server refuses a request). */
 function rpcErrorFor(text: string, id: number): Params | undefined {
@@ -227,11 +333,17 @@ function isMessage(value: unknown): value is Params {
 
 /**
  * Feeds an SSE answer's `message` events to `onMessage` until it ends or `done()` (then what is left of it is
- * cancelled); a malformed one is skipped.
+ * cancelled); a malformed one is skipped. The last event id and the server's `retry` go to `position`.
  */
-async function readEvents(response: Response, onMessage: (message: Params) => void, done: () => boolean) {
+async function readEvents(
+  response: Response,
+  onMessage: (message: Params) => void,
+  done: () => boolean,
+  position: StreamPosition,
+) {
   const parser = createParser({
     onEvent: (event) => {
+      if (event.id) position.lastEventId = event.id;
       if (!event.data || (event.event && event.event !== "message")) return;
       try {
         const message = JSON.parse(event.data) as unknown;
@@ -239,6 +351,9 @@ async function readEvents(response: Response, onMessage: (message: Params) => vo
       } catch {
         // as the SDK client: a message it cannot parse is reported and skipped
       }
+    },
+    onRetry: (ms) => {
+      position.retryMs = ms;
     },
   });
   const reader = response.body?.getReader();
@@ -250,6 +365,13 @@ async function readEvents(response: Response, onMessage: (message: Params) => vo
     parser.feed(decoder.decode(value, { stream: true }));
   }
   await reader.cancel().catch(() => undefined);
+}
+
+/** A 2025 result as the SDK client hands it on: without a `resultType`, which is not that revision's vocabulary. */
+function withoutResultType(raw: unknown): Params {
+  if (!isObject(raw) || !("resultType" in raw)) return raw as Params;
+  const { resultType: _foreign, ...result } = raw;
+  return result;
 }
 
 /** A 2026-07-28 result as the SDK client hands it on (see its codec's decodeResult). */

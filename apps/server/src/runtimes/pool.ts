@@ -175,7 +175,7 @@ export class Upstream {
 
   /**
    * Any request, its result passed through unvalidated; an `input_required` result is returned as it came. A
-   * `tools/call` to a 2026-07-28 server over Streamable HTTP is a direct call (see direct-call.ts) unless
+   * `tools/call` to a server over Streamable HTTP is a direct call (see direct-call.ts) unless
    * TOOLPLANE_MCP_FAST_CALLS=0; an upstream that redirects one gets its calls through the SDK client from then on.
    */
   async request(
@@ -186,8 +186,8 @@ export class Upstream {
     return this.run(options, async (client, requestOptions) => {
       const modernCall = method === "tools/call" && client.getProtocolEra() === "modern";
       const headers = modernCall ? mcpParamHeaders(options.toolSchema, params?.arguments) : {};
-      const direct = modernCall && directCallableName(params?.name) ? directTargets.get(client) : undefined;
-      if (direct && process.env.TOOLPLANE_MCP_FAST_CALLS !== "0") {
+      const direct = method === "tools/call" ? directTargets.get(client) : undefined;
+      if (direct && (!modernCall || directCallableName(params?.name)) && process.env.TOOLPLANE_MCP_FAST_CALLS !== "0") {
         try {
           return await callDirect(direct, params ?? {}, {
             ...requestOptions,
@@ -397,8 +397,11 @@ export class Upstream {
       deadline.signal.removeEventListener("abort", abort);
     }
     this.runId = newId("prn");
+    // A direct call answers only a ping of what a 2025 server may ask on its stream: a connection that relays
+    // sampling, elicitation or roots keeps the calls to such a server on the SDK client.
     const direct = directTargetOf(this.target, client, CLIENT_NAME, this.capabilities);
-    if (direct) directTargets.set(client, direct);
+    const asks = client.getProtocolEra() !== "modern" && Object.keys(relayedCapabilities(this.capabilities)).length > 0;
+    if (direct && !asks) directTargets.set(client, direct);
     upstreamConnection(this, true);
     // What this connection listens to: a modern server's listen stream; a 2025 server that restarted forgot the
     // subscriptions of the connection it replaces.
