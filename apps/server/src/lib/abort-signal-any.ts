@@ -55,3 +55,25 @@ function dependantsOf(): ((signal: AbortSignal) => Set<WeakRef<AbortSignal>> | u
       : undefined;
   };
 }
+
+/**
+ * An AbortController that also aborts, with the same reason, when `parent` does, until `unlink` is called: what
+ * `AbortSignal.any([parent, own])` gives where only one signal ever needs the other, at one signal instead of two.
+ * Every tools/call made two such combinations, and on Node 20 each signal is made transferable when created
+ * (`makeTransferable`): with AbortSignal.any the gateway's CPU profile at 16 calls in flight put 3.5–5 % of its
+ * time in creating and combining signals.
+ */
+export function linkedAbortController(parent: AbortSignal | undefined): {
+  controller: AbortController;
+  unlink: () => void;
+} {
+  const controller = new AbortController();
+  if (!parent) return { controller, unlink: () => undefined };
+  if (parent.aborted) {
+    controller.abort(parent.reason);
+    return { controller, unlink: () => undefined };
+  }
+  const follow = () => controller.abort(parent.reason);
+  parent.addEventListener("abort", follow, { once: true });
+  return { controller, unlink: () => parent.removeEventListener("abort", follow) };
+}

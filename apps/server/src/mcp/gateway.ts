@@ -4,6 +4,7 @@ import { ApiError } from "@toolplane/server-stubs";
 import { CompiledQuery, type Insertable, sql } from "kysely";
 import type { Db } from "../db/database.ts";
 import type { JsonObject, Row, Runtime, ToolCallStatus, ToolCallsTable } from "../db/schema.ts";
+import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { Batcher } from "../lib/batcher.ts";
 import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
@@ -134,15 +135,19 @@ class CallsInFlight {
   private readonly running = new Map<AbortController, RunningCall>();
   private renewer: NodeJS.Timeout | null = null;
 
-  /** Registers the call with record `id` until `finish` is called (after its record is complete). */
-  start(id: string, db: Db): { signal: AbortSignal; finish: () => void } {
-    const controller = new AbortController();
+  /**
+   * Registers the call with record `id` until `finish` is called (after its record is complete). Its signal
+   * aborts on shutdown, and when `cancelled` (the client's) does.
+   */
+  start(id: string, db: Db, cancelled?: AbortSignal): { signal: AbortSignal; finish: () => void } {
+    const { controller, unlink } = linkedAbortController(cancelled);
     let finish: () => void = () => undefined;
     this.running.set(controller, { id, db, finished: new Promise<void>((resolve) => (finish = resolve)) });
     this.renewer ??= setInterval(() => void this.renew(), Math.max(100, Math.floor(callLeaseMs() / 3))).unref();
     return {
       signal: controller.signal,
       finish: () => {
+        unlink();
         this.running.delete(controller);
         finish();
       },
@@ -556,10 +561,10 @@ export class Gateway {
     let result: Item | null = null;
     let failure: UpstreamFailure | null = failed;
     // Registered while it runs: shutdown fails the calls still running (see callsInFlight).
-    const running = callsInFlight.start(id, this.db);
+    const running = callsInFlight.start(id, this.db, options.signal);
     try {
       if (upstream) {
-        const signal = options.signal ? AbortSignal.any([options.signal, running.signal]) : running.signal;
+        const { signal } = running;
         result = await this.forward(
           provider,
           upstream,

@@ -15,6 +15,7 @@ import {
   SUBSCRIPTION_ID_META_KEY,
   type SubscriptionFilter,
 } from "@modelcontextprotocol/client";
+import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { newId } from "../lib/ids.ts";
 import { upstreamConnection } from "../observability/metrics.ts";
 import { createClient, createTransport, directTargetOf, type UpstreamTarget } from "./connect.ts";
@@ -306,8 +307,8 @@ export class Upstream {
     this.inFlight++;
     this.lastUsedAt = Date.now();
     const maxTotalMs = options.maxTotalMs ?? options.timeoutMs;
-    const deadline = timeoutSignal(maxTotalMs);
-    const signal = options.signal ? AbortSignal.any([deadline.signal, options.signal]) : deadline.signal;
+    const deadline = timeoutSignal(maxTotalMs, options.signal);
+    const { signal } = deadline;
     try {
       for (let attempt = 0; ; attempt++) {
         const client = await abortable(this.connected(options.timeoutMs), signal);
@@ -325,7 +326,7 @@ export class Upstream {
         }
       }
     } catch (error) {
-      throw classify(error, options, deadline.signal.aborted);
+      throw classify(error, options, deadline.timedOut());
     } finally {
       deadline.clear();
       this.inFlight--;
@@ -456,17 +457,32 @@ function lostConnection(error: unknown): boolean {
 }
 
 /**
- * A signal that aborts after `ms`, with a timer that `clear` removes. Not AbortSignal.timeout: its timer cannot be
+ * A signal that aborts after `ms` (then `timedOut()`), or when `parent` does, until `clear` removes its timer and
+ * its link to `parent` (one signal, where AbortSignal.any would make a second). Not AbortSignal.timeout: its timer cannot be
  * cleared and stays in Node's timer list until it fires or the signal is garbage collected by a full GC. Made
  * inside a call, that timer holds the call's AsyncLocalStorage store (upstreamCaller: the client's request and
  * response), so with the 1 h hard limit every finished call stayed reachable (537 of them in a heap snapshot
  * after 1,500 calls) and was promoted to the old generation by each young-generation GC.
  */
-function timeoutSignal(ms: number): { signal: AbortSignal; clear: () => void } {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new DOMException("The operation timed out.", "TimeoutError")), ms);
+function timeoutSignal(
+  ms: number,
+  parent?: AbortSignal,
+): { signal: AbortSignal; timedOut: () => boolean; clear: () => void } {
+  const { controller, unlink } = linkedAbortController(parent);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException("The operation timed out.", "TimeoutError"));
+  }, ms);
   timer.unref();
-  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+  return {
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    clear: () => {
+      clearTimeout(timer);
+      unlink();
+    },
+  };
 }
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

@@ -2,7 +2,7 @@ import { setImmediate as nextTask } from "node:timers/promises";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { pruneCombinedSignals } from "../../src/lib/abort-signal-any.ts";
+import { linkedAbortController, pruneCombinedSignals } from "../../src/lib/abort-signal-any.ts";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
@@ -59,5 +59,39 @@ describe("AbortSignal.any with a long-lived source (an upstream connection's sig
     const combined = AbortSignal.any([connection.signal, new AbortController().signal]);
     connection.abort("closed");
     expect(combined.reason).toBe("closed");
+  });
+});
+
+describe("linkedAbortController (one signal where AbortSignal.any would combine two)", () => {
+  it("aborts with its parent's reason until unlinked, and on its own without touching the parent", () => {
+    const parent = new AbortController();
+    const linked = linkedAbortController(parent.signal);
+    parent.abort(new Error("the client went away"));
+    expect(linked.controller.signal.reason).toEqual(new Error("the client went away"));
+
+    const other = new AbortController();
+    const unlinked = linkedAbortController(other.signal);
+    unlinked.unlink();
+    other.abort();
+    expect(unlinked.controller.signal.aborted).toBe(false);
+
+    const untouched = new AbortController();
+    const own = linkedAbortController(untouched.signal);
+    own.controller.abort("timeout");
+    expect(own.controller.signal.reason).toBe("timeout");
+    expect(untouched.signal.aborted).toBe(false);
+    expect(linkedAbortController(undefined).controller.signal.aborted).toBe(false);
+  });
+
+  it("starts aborted under a parent that already is, and leaves no listener behind once unlinked", () => {
+    const done = new AbortController();
+    done.abort("gone");
+    expect(linkedAbortController(done.signal).controller.signal.reason).toBe("gone");
+    const parent = new AbortController();
+    const seen: string[] = [];
+    parent.signal.addEventListener = ((type: string) => seen.push(`add ${type}`)) as never;
+    parent.signal.removeEventListener = ((type: string) => seen.push(`remove ${type}`)) as never;
+    linkedAbortController(parent.signal).unlink();
+    expect(seen).toEqual(["add abort", "remove abort"]);
   });
 });
