@@ -20,6 +20,7 @@ import {
   SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
+import type { UpstreamRequest } from "../runtimes/upstream-fetch.ts";
 
 /**
  * OpenTelemetry tracing, off unless the standard variables ask for it: OTEL_TRACES_EXPORTER (other than `none`) or
@@ -157,7 +158,7 @@ export class TracedServer extends Server {
 /**
  * A request to an upstream as a CLIENT span of the current one (`{method} {tool}`, with the provider), whose trace
  * context replaces any the client sent in `params._meta`: the upstream's spans become children of the gateway's.
- * While it runs, `tracedFetch` puts the same context in the HTTP request's `traceparent` header.
+ * While it runs, `tracedFetch` and `tracedRequest` put the same context in the HTTP request's `traceparent` header.
  */
 export async function traceUpstreamRequest<T>(
   provider: string,
@@ -184,7 +185,17 @@ export async function traceUpstreamRequest<T>(
   });
 }
 
-/** `fetch` for upstream transports: adds the active trace context's headers (`traceparent`) while tracing runs. */
+/** Upstream requests with the active trace context's headers (`traceparent`) while tracing runs. */
+export const tracedRequest =
+  (send: UpstreamRequest): UpstreamRequest =>
+  (url, init) => {
+    if (!sdk || !trace.getSpanContext(context.active())) return send(url, init);
+    const headers = { ...init.headers };
+    propagation.inject(context.active(), headers);
+    return send(url, { ...init, headers });
+  };
+
+/** The same for the `fetch` of the SDK's transports. */
 export const tracedFetch =
   (send: FetchLike): FetchLike =>
   (url, init) => {

@@ -13,10 +13,10 @@ import {
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import type { Runtime } from "../db/schema.ts";
 import { pruneCombinedSignals } from "../lib/abort-signal-any.ts";
-import { tracedFetch } from "../observability/tracing.ts";
+import { tracedFetch, tracedRequest } from "../observability/tracing.ts";
 import type { DirectTarget } from "./direct-call.ts";
 import { runnerEnv } from "./runner.ts";
-import { upstreamFetch } from "./upstream-fetch.ts";
+import { upstreamFetch, upstreamRequest } from "./upstream-fetch.ts";
 
 // Every request of an upstream transport combines its signal with the connection's: on Node 20 that leaked.
 pruneCombinedSignals();
@@ -70,8 +70,9 @@ export function createTransport(target: UpstreamTarget, stderr: "ignore" | "pipe
     : new StreamableHTTPClientTransport(url, { requestInit, fetch: httpFetch });
 }
 
-/** The fetch of the HTTP transports (and direct calls): node:http with kept-alive sockets, traced. */
+/** The fetch of the HTTP transports, and the requests of direct calls: node:http with kept-alive sockets, traced. */
 const httpFetch = tracedFetch(upstreamFetch);
+const httpRequest = tracedRequest(upstreamRequest);
 
 function remoteUrl(base: string, target: UpstreamTarget): URL {
   const url = new URL(base);
@@ -94,7 +95,12 @@ export function directTargetOf(
   const transport = client.transport;
   if (runtime.type !== "remote" || runtime.protocol === "sse" || !protocolVersion) return undefined;
   if (!(transport instanceof StreamableHTTPClientTransport)) return undefined;
-  const reached = { url: remoteUrl(runtime.url, target), fetch: httpFetch, headers: target.headers, protocolVersion };
+  const reached = {
+    url: remoteUrl(runtime.url, target),
+    request: httpRequest,
+    headers: target.headers,
+    protocolVersion,
+  };
   if (client.getProtocolEra() !== "modern") {
     return transport.sessionId ? { ...reached, sessionId: transport.sessionId } : reached;
   }

@@ -1,6 +1,6 @@
+import type { IncomingMessage } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
-  type FetchLike,
   type Notification,
   type Progress,
   ProtocolError,
@@ -9,6 +9,7 @@ import {
   SdkHttpError,
 } from "@modelcontextprotocol/client";
 import { createParser } from "eventsource-parser";
+import { readBody, type UpstreamRequest } from "./upstream-fetch.ts";
 
 type Params = Record<string, unknown>;
 
@@ -19,7 +20,8 @@ type Params = Record<string, unknown>;
  */
 export interface DirectTarget {
   url: URL;
-  fetch: FetchLike;
+  /** How a request reaches it: node:http with kept-alive sockets (upstream-fetch.ts), traced. */
+  request: UpstreamRequest;
   headers: Record<string, string>;
   /** The negotiated revision (the `MCP-Protocol-Version` header). */
   protocolVersion: string;
@@ -180,33 +182,33 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
     };
 
     void target
-      .fetch(target.url, {
+      .request(target.url, {
         method: "POST",
         headers: requestHeaders(target, { name: String(params.name), own: options.headers }),
         body,
         signal: exchange.signal,
-        redirect: "manual",
       })
       .then(async (response) => {
-        if (response.status >= 300 && response.status < 400) {
-          await response.body?.cancel().catch(() => undefined);
-          throw new DirectCallRedirected(`The upstream redirected a call (HTTP ${response.status}).`);
+        const status = response.statusCode ?? 0;
+        if (status >= 300 && status < 400) {
+          response.resume();
+          throw new DirectCallRedirected(`The upstream redirected a call (HTTP ${status}).`);
         }
-        if (!response.ok) {
-          const text = await response.text().catch(() => null);
+        if (status < 200 || status >= 300) {
+          const text = await textOf(response);
           const error = text === null || !modern ? undefined : rpcErrorFor(text, id);
-          if (response.status === 400 && error) return onMessage(error);
+          if (status === 400 && error) return onMessage(error);
           throw new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, {
-            status: response.status,
-            statusText: response.statusText,
+            status,
+            statusText: response.statusMessage ?? "",
             text,
           });
         }
         // 202: nothing for this request, which then waits for its timeout (as with the SDK client).
-        if (response.status === 202) return void (await response.text().catch(() => undefined));
+        if (status === 202) return void response.resume();
         const type = mediaType(response);
         if (type === "application/json") {
-          const data = (await response.json()) as unknown;
+          const data = JSON.parse((await readBody(response)).toString()) as unknown;
           for (const message of Array.isArray(data) ? data : [data]) {
             if (!isMessage(message)) throw new SdkError(SdkErrorCode.InvalidResult, "Invalid JSON-RPC message");
             onMessage(message);
@@ -223,7 +225,7 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
           if (!settled)
             throw new SdkError(SdkErrorCode.ConnectionClosed, "The upstream's stream ended before its response.");
         } else {
-          await response.text().catch(() => undefined);
+          response.resume();
           throw new SdkError(SdkErrorCode.ClientHttpUnexpectedContent, `Unexpected content type: ${type}`, {
             contentType: type,
           });
@@ -254,13 +256,13 @@ async function resume(
     const backoff = RESUME.initialDelayMs * RESUME.growth ** failures;
     await sleep(position.retryMs ?? Math.min(backoff, RESUME.maxDelayMs), undefined, { signal }).catch(() => undefined);
     if (done()) return;
-    const headers = requestHeaders(target);
-    headers.set("accept", "text/event-stream");
-    headers.set("last-event-id", position.lastEventId ?? "");
-    const response = await target.fetch(target.url, { method: "GET", headers, signal }).catch(() => null);
-    if (response?.status === 405) return void (await response.text().catch(() => undefined));
-    if (!response?.ok || mediaType(response) !== "text/event-stream") {
-      await response?.text().catch(() => undefined);
+    const { "content-type": _json, ...headers } = requestHeaders(target);
+    headers.accept = accepting(target.headers.accept, ["text/event-stream"]);
+    headers["last-event-id"] = position.lastEventId ?? "";
+    const response = await target.request(target.url, { method: "GET", headers, signal }).catch(() => null);
+    response?.resume();
+    if (response?.statusCode === 405) return;
+    if (response?.statusCode !== 200 || mediaType(response) !== "text/event-stream") {
       failures++;
       continue;
     }
@@ -279,8 +281,8 @@ function answerTo(request: Params): Params {
 /** A message (a notification, an answer) POSTed to a 2025 session, as the SDK client's transport sends one. */
 function post(target: DirectTarget, message: Params): void {
   void target
-    .fetch(target.url, { method: "POST", headers: requestHeaders(target), body: JSON.stringify(message) })
-    .then((response) => response.text())
+    .request(target.url, { method: "POST", headers: requestHeaders(target), body: JSON.stringify(message) })
+    .then((response) => response.resume())
     .catch(() => undefined);
 }
 
@@ -289,25 +291,35 @@ function post(target: DirectTarget, message: Params): void {
  * JSON content and an Accept of JSON and SSE; with a 2026-07-28 tools/call, `Mcp-Method`, `Mcp-Name` and the
  * call's own (its `Mcp-Param-*` headers).
  */
-function requestHeaders(target: DirectTarget, call?: { name: string; own: Record<string, string> }): Headers {
-  const headers = new Headers(target.headers);
-  if (target.sessionId) headers.set("mcp-session-id", target.sessionId);
+function requestHeaders(target: DirectTarget, call?: { name: string; own: Record<string, string> }) {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(target.headers)) headers[name.toLowerCase()] = value;
+  if (target.sessionId) headers["mcp-session-id"] = target.sessionId;
   if (call && target.envelope) {
-    for (const [header, value] of Object.entries(call.own)) headers.set(header, value);
-    headers.set("mcp-method", "tools/call");
-    headers.set("mcp-name", call.name);
+    for (const [name, value] of Object.entries(call.own)) headers[name.toLowerCase()] = value;
+    headers["mcp-method"] = "tools/call";
+    headers["mcp-name"] = call.name;
   }
-  headers.set("mcp-protocol-version", target.protocolVersion);
-  headers.set("content-type", "application/json");
-  const accepted = headers
-    .get("accept")
-    ?.split(",")
-    .map((type) => type.trim().toLowerCase());
-  headers.set("accept", [...new Set([...(accepted ?? []), "application/json", "text/event-stream"])].join(", "));
+  headers["mcp-protocol-version"] = target.protocolVersion;
+  headers["content-type"] = "application/json";
+  headers.accept = accepting(headers.accept, ["application/json", "text/event-stream"]);
   return headers;
 }
 
-const mediaType = (response: Response) => response.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+/** An Accept of the runtime's types (if it sets any) and `types`, each once, as the SDK client's transport sends it. */
+function accepting(given: string | undefined, types: string[]): string {
+  const accepted = given?.split(",").map((type) => type.trim().toLowerCase()) ?? [];
+  return [...new Set([...accepted, ...types])].join(", ");
+}
+
+const mediaType = (response: IncomingMessage) => response.headers["content-type"]?.split(";")[0]?.trim().toLowerCase();
+
+/** A response's body as text, or null if it cannot be read. */
+const textOf = (response: IncomingMessage) =>
+  readBody(response).then(
+    (body) => body.toString(),
+    () => null,
+  );
 
 /** A 400's body when it is this request's JSON-RPC error (how a 2026-07-28 server refuses a request). */
 function rpcErrorFor(text: string, id: number): Params | undefined {
@@ -332,15 +344,17 @@ function isMessage(value: unknown): value is Params {
 }
 
 /**
- * Feeds an SSE answer's `message` events to `onMessage` until it ends or `done()` (then what is left of it is
- * cancelled); a malformed one is skipped. The last event id and the server's `retry` go to `position`.
+ * Feeds an SSE answer's `message` events to `onMessage` until it ends or `done()`; a malformed one is skipped. The
+ * last event id and the server's `retry` go to `position`. What follows `done()` is read and dropped, as the SDK
+ * client reads a stream to its end: the server ends it after the response, and the socket then serves the next
+ * request (one a stream that never ended would hold is freed after STREAM_DRAIN_MS).
  */
-async function readEvents(
-  response: Response,
+function readEvents(
+  response: IncomingMessage,
   onMessage: (message: Params) => void,
   done: () => boolean,
   position: StreamPosition,
-) {
+): Promise<void> {
   const parser = createParser({
     onEvent: (event) => {
       if (event.id) position.lastEventId = event.id;
@@ -356,16 +370,26 @@ async function readEvents(
       position.retryMs = ms;
     },
   });
-  const reader = response.body?.getReader();
-  if (!reader) return;
-  const decoder = new TextDecoder();
-  while (!done()) {
-    const { value, done: ended } = await reader.read();
-    if (ended) return;
-    parser.feed(decoder.decode(value, { stream: true }));
-  }
-  await reader.cancel().catch(() => undefined);
+  return new Promise<void>((resolve, reject) => {
+    response.setEncoding("utf8");
+    const onData = (chunk: string) => {
+      parser.feed(chunk);
+      if (!done()) return;
+      response.off("data", onData);
+      response.resume();
+      const drained = setTimeout(() => response.destroy(), STREAM_DRAIN_MS).unref();
+      response.once("close", () => clearTimeout(drained));
+      resolve();
+    };
+    response.on("data", onData);
+    response.once("end", resolve);
+    response.once("close", resolve); // ended early (the socket closed): the caller sees no response
+    response.once("error", reject);
+  });
 }
+
+/** How long a stream may go on after its call's response before its socket is given up. */
+const STREAM_DRAIN_MS = 5_000;
 
 /** A 2025 result as the SDK client hands it on: without a `resultType`, which is not that revision's vocabulary. */
 function withoutResultType(raw: unknown): Params {
