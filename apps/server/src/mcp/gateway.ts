@@ -125,6 +125,18 @@ interface RunningCall {
   finished: Promise<void>;
 }
 
+/** A call's refusal when its tool's schema and its `Mcp-Param-*` headers disagree (SEP-2243), if they do. */
+function paramHeaderRefusal(
+  found: Located | { failure: ProviderFailure },
+  input: unknown,
+  headers: Record<string, string | string[] | undefined>,
+): ProtocolError | undefined {
+  const mismatch = "item" in found ? mcpParamMismatch(found.item.inputSchema, input, headers) : undefined;
+  return mismatch
+    ? new ProtocolError(HEADER_MISMATCH, `Bad Request: the request headers and body disagree: ${mismatch}`)
+    : undefined;
+}
+
 /**
  * The tool calls this process is running, whichever gateway instance started them. While they run their leases
  * are renewed; on shutdown the ones still running are failed (`shutdown`), so every client gets an answer and no
@@ -494,6 +506,22 @@ export class Gateway {
   }
 
   /**
+   * The error a 2026-07-28 tools/call gets when its `Mcp-Param-*` headers (`headers`) disagree with its arguments,
+   * or undefined when they agree or no provider offers the key: what `call` refuses, for a caller that must refuse
+   * it with HTTP 400 before the SDK's server would answer it in-band (SEP-2243 requires the 400).
+   */
+  async paramHeaderRefusal(
+    session: GatewaySession,
+    key: string,
+    input: unknown,
+    headers: Record<string, string | string[] | undefined>,
+    downstream: Downstream,
+  ): Promise<ProtocolError | undefined> {
+    const found = await this.find(session, "tools/list", key, downstream);
+    return found ? paramHeaderRefusal(found, input, headers) : undefined;
+  }
+
+  /**
    * Calls the tool with the session-wide `key`: records it `waiting_for_response`, forwards it, and completes the
    * record with the result, the failure or the cancellation. Null when no provider of the session offers the key
    * (nothing recorded).
@@ -509,13 +537,8 @@ export class Gateway {
     const found = await this.find(session, "tools/list", key, options);
     if (!found) return null;
     // Refused before anything runs or is recorded, as a direct server refuses it (SEP-2243).
-    const mismatch =
-      options.paramHeaders && "item" in found
-        ? mcpParamMismatch(found.item.inputSchema, input, options.paramHeaders)
-        : undefined;
-    if (mismatch) {
-      throw new ProtocolError(HEADER_MISMATCH, `Bad Request: the request headers and body disagree: ${mismatch}`);
-    }
+    const refusal = options.paramHeaders ? paramHeaderRefusal(found, input, options.paramHeaders) : undefined;
+    if (refusal) throw refusal;
     // A provider that could not be reached to find the tool: the call is recorded as failed, naming the provider.
     const failed = "failure" in found ? namingProvider(found.failure) : null;
     const provider = "failure" in found ? found.failure.provider : found.provider;

@@ -2,6 +2,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from "@modelcontextprotocol/node";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import {
+  CLIENT_CAPABILITIES_META_KEY,
+  type ClientCapabilities,
   createMcpHandler,
   isInitializeRequest,
   isLegacyRequest,
@@ -391,6 +393,14 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       return answerFastCall(res, call, { gateway, session: async () => session, serving, capabilities });
     }
     const method = typeof req.body?.method === "string" ? req.body.method : undefined;
+    // The SDK's server would answer a refusal of the tool's handler in-band (HTTP 200); SEP-2243 requires a 400.
+    const refusal = method === "tools/call" && serving.paramHeaders ? await paramHeaderRefusal(req, session) : null;
+    if (refusal) {
+      res
+        .status(400)
+        .json({ jsonrpc: "2.0", id: req.body.id ?? null, error: { code: refusal.code, message: refusal.message } });
+      return;
+    }
     (req as { auth?: unknown }).auth = {
       token: "",
       clientId: session.id,
@@ -399,6 +409,19 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     };
     if (method === "subscriptions/listen") await subscriptions.serve(req, res, session);
     else await perRequestNode(req, res, req.body);
+  }
+
+  /**
+   * A 2026-07-28 tools/call whose `Mcp-Param-*` headers disagree with its arguments, as the gateway refuses it; the
+   * tool is found with the capabilities its envelope declares, so the upstream connection is the call's own.
+   */
+  async function paramHeaderRefusal(req: Request, session: GatewaySession) {
+    const params = req.body?.params as { name?: unknown; arguments?: unknown; _meta?: Record<string, unknown> };
+    if (typeof params?.name !== "string") return undefined;
+    const capabilities = params._meta?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined;
+    return gateway.paramHeaderRefusal(session, params.name, params.arguments, req.headers, {
+      ...(capabilities ? { capabilities } : {}),
+    });
   }
 
   async function openSession(req: Request, res: Response, session: GatewaySession) {

@@ -79,7 +79,12 @@ const call = (name: string, args: Record<string, unknown>) => ({ name, arguments
 
 describe("Mcp-Param headers (x-mcp-header)", () => {
   /** A raw 2026-07-28 tools/call of `locate` to `url`, with `headers` besides the standard ones. */
-  const rawCall = (url: string | URL, args: Record<string, unknown>, headers: Record<string, string>) =>
+  const rawCall = (
+    url: string | URL,
+    args: Record<string, unknown>,
+    headers: Record<string, string>,
+    extra: Record<string, unknown> = {},
+  ) =>
     fetch(url, {
       method: "POST",
       headers: {
@@ -96,6 +101,7 @@ describe("Mcp-Param headers (x-mcp-header)", () => {
         method: "tools/call",
         params: {
           ...call("locate", args),
+          ...extra,
           _meta: {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
@@ -112,8 +118,8 @@ describe("Mcp-Param headers (x-mcp-header)", () => {
   });
 
   for (const lanes of ["on", "off"]) {
-    // The SDK's server answers a handler's error in-band (HTTP 200), so on the SDK path (fast lanes off, or a call
-    // with a task) the refusal is the same -32020 error with status 200; the fast lane answers 400 as the upstream.
+    // Both paths answer 400 as the upstream does: the fast lane, and the SDK's server (fast lanes off, or a call
+    // with a task), which would answer a handler's error in-band with 200 and so gets the check before it.
     it(`are checked by the gateway as the upstream checks them: -32020 when they disagree (fast lanes ${lanes})`, async () => {
       if (lanes === "off") process.env.TOOLPLANE_MCP_FAST_CALLS = "0";
       try {
@@ -131,13 +137,24 @@ describe("Mcp-Param headers (x-mcp-header)", () => {
           const viaSession = await rawCall(endpointOf(t, session), args, { ...auth, ...headers });
           const label = JSON.stringify({ args, headers });
           expect(direct.status, label).toBe(status);
-          expect(viaSession.status, label).toBe(lanes === "off" ? 200 : status);
+          expect(viaSession.status, label).toBe(status);
           const answer = (await viaSession.json()) as { error?: { code: number; message: string } };
           if (status === 400) {
             expect(answer.error?.code, label).toBe(-32020);
             expect(answer.error?.message, label).toMatch(/Mcp-Param-Region/);
           } else expect(answer.error, label).toBeUndefined();
         }
+        // A call with a task always takes the SDK's path: refused the same way before anything runs.
+        const tasked = await rawCall(
+          endpointOf(t, session),
+          { region: "us" },
+          { ...auth, "mcp-param-region": "eu" },
+          {
+            task: { ttl: 60_000 },
+          },
+        );
+        expect(tasked.status).toBe(400);
+        expect(((await tasked.json()) as { error: { code: number } }).error.code).toBe(-32020);
       } finally {
         delete process.env.TOOLPLANE_MCP_FAST_CALLS;
       }
