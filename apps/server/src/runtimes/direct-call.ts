@@ -152,6 +152,8 @@ export function callDirect(target: DirectTarget, params: Params, options: Direct
         }
         const notification = message as unknown as Notification;
         const { progressToken, ...progress } = (notification.params ?? {}) as Params;
+        // The SDK client's protocol layer keeps a cancellation of a server→client request to itself.
+        if (notification.method === "notifications/cancelled") return;
         if (notification.method !== "notifications/progress") return options.onnotification(notification);
         if (progressToken !== id) return;
         if (options.resetTimeoutOnProgress) {

@@ -96,6 +96,8 @@ async function startLegacyUpstream() {
           return text(`liftoff after ${args.steps}`);
         case "chatty":
           await extra.sendNotification({ method: "notifications/message", params: { level: "info", data: "hi" } });
+          // A cancellation of a server→client request is the protocol layer's, never handed on.
+          await extra.sendNotification({ method: "notifications/cancelled", params: { requestId: 99, reason: "x" } });
           return text("done");
         case "questions": {
           await extra.sendRequest({ method: "ping" }, EmptyResultSchema);
@@ -246,7 +248,7 @@ describe("direct tools/calls to a 2025-11-25 upstream", () => {
     expect(toolCalls()[0]?.body?.params).toEqual({ name: "shout", arguments: { text: "x" } });
   });
 
-  it("pass progress on, each one restarting the timeout, and other notifications", async () => {
+  it("pass progress on, each one restarting the timeout, and other notifications as the SDK client does", async () => {
     const progress: Progress[] = [];
     const result = await callDirect(
       direct,
@@ -260,6 +262,11 @@ describe("direct tools/calls to a 2025-11-25 upstream", () => {
     expect(notifications).toEqual([
       { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "hi" } },
     ]);
+    const viaSdk: Notification[] = [];
+    client.fallbackNotificationHandler = async (notification) => void viaSdk.push(notification);
+    await client.request({ method: "tools/call", params: { name: "chatty" } }, anyResult);
+    client.fallbackNotificationHandler = undefined;
+    expect(viaSdk.map((n) => n.method)).toEqual(notifications.map((n) => n.method));
   });
 
   it("answer the server's ping and refuse its other questions as the SDK client does", async () => {
