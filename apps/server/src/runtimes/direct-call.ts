@@ -57,7 +57,15 @@ export class DirectCallRedirected extends Error {}
 export const directCallableName = (name: unknown): name is string =>
   typeof name === "string" && /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(name);
 
-let lastId = 0;
+/**
+ * Request ids of direct calls. On a 2025 upstream they share the MCP session with the SDK client's requests, whose
+ * ids count up from 0 per connection, and the server routes each answer by id: ours start at FIRST_ID (within
+ * 32 bits, which some servers' ids are), far above what a connection's SDK client reaches.
+ */
+const FIRST_ID = 1_000_000_000;
+const LAST_ID = 2 ** 31 - 1;
+let lastId = FIRST_ID - 1;
+const nextId = () => (lastId = lastId >= LAST_ID ? FIRST_ID : lastId + 1);
 
 /**
  * How a 2025 server's answer stream is resumed after it ended before the response, as the SDK client's transport
@@ -92,7 +100,7 @@ const RESUME = { initialDelayMs: 1_000, growth: 1.5, maxDelayMs: 30_000, maxFail
  * goes on as the upstream sent it, as every other request's does: see `anyResult`).
  */
 export function callDirect(target: DirectTarget, params: Params, options: DirectCallOptions): Promise<Params> {
-  const id = ++lastId;
+  const id = nextId();
   const modern = target.envelope !== undefined;
   const sent =
     modern || options.onprogress

@@ -242,6 +242,11 @@ describe("direct tools/calls to a 2025-11-25 upstream", () => {
     }
     expect(ours.headers["mcp-session-id"]).toBe(direct.sessionId);
     expect(ours.headers["mcp-method"]).toBeUndefined();
+    // The server routes answers by request id within the session it shares with the SDK client, whose ids count
+    // up from 0: a direct call's id is one that client does not reach.
+    expect(ours.body.id).toBeGreaterThanOrEqual(1_000_000_000);
+    expect(ours.body.id).toBeLessThan(2 ** 31);
+    expect(sdk.body.id).toBeLessThan(1_000);
     // Without progress, the params go as they are.
     seen.length = 0;
     await callDirect(direct, { name: "shout", arguments: { text: "x" } }, options());
