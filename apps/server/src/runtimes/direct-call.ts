@@ -266,13 +266,12 @@ async function resume(
     const backoff = RESUME.initialDelayMs * RESUME.growth ** failures;
     await sleep(position.retryMs ?? Math.min(backoff, RESUME.maxDelayMs), undefined, { signal }).catch(() => undefined);
     if (done()) return;
-    const { "content-type": _json, ...headers } = requestHeaders(target);
-    headers.accept = accepting(target.headers.accept, ["text/event-stream"]);
+    const { "content-type": _json, ...headers } = requestHeaders(target, undefined, ["text/event-stream"]);
     headers["last-event-id"] = position.lastEventId ?? "";
     const response = await target.request(target.url, { method: "GET", headers, signal }).catch(() => null);
-    response?.resume();
-    if (response?.statusCode === 405) return;
+    if (response?.statusCode === 405) return void response.resume();
     if (response?.statusCode !== 200 || mediaType(response) !== "text/event-stream") {
+      response?.resume(); // its body is not read: drained, so the socket can serve again
       failures++;
       continue;
     }
@@ -298,10 +297,14 @@ function post(target: DirectTarget, message: Params): void {
 
 /**
  * The headers the SDK client's transport sends with a POST: the runtime's, the session's (2025), the revision,
- * JSON content and an Accept of JSON and SSE; with a 2026-07-28 tools/call, `Mcp-Method`, `Mcp-Name` and the
- * call's own (its `Mcp-Param-*` headers).
+ * JSON content and an Accept of the runtime's types and `types` (JSON and SSE; a resuming GET asks for SSE); with
+ * a 2026-07-28 tools/call, `Mcp-Method`, `Mcp-Name` and the call's own (its `Mcp-Param-*` headers).
  */
-function requestHeaders(target: DirectTarget, call?: { name: string; own: Record<string, string> }) {
+function requestHeaders(
+  target: DirectTarget,
+  call?: { name: string; own: Record<string, string> },
+  types = ["application/json", "text/event-stream"],
+) {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(target.headers)) headers[name.toLowerCase()] = value;
   if (target.sessionId) headers["mcp-session-id"] = target.sessionId;
@@ -312,14 +315,9 @@ function requestHeaders(target: DirectTarget, call?: { name: string; own: Record
   }
   headers["mcp-protocol-version"] = target.protocolVersion;
   headers["content-type"] = "application/json";
-  headers.accept = accepting(headers.accept, ["application/json", "text/event-stream"]);
+  const accepted = headers.accept?.split(",").map((type) => type.trim().toLowerCase()) ?? [];
+  headers.accept = [...new Set([...accepted, ...types])].join(", ");
   return headers;
-}
-
-/** An Accept of the runtime's types (if it sets any) and `types`, each once, as the SDK client's transport sends it. */
-function accepting(given: string | undefined, types: string[]): string {
-  const accepted = given?.split(",").map((type) => type.trim().toLowerCase()) ?? [];
-  return [...new Set([...accepted, ...types])].join(", ");
 }
 
 const mediaType = (response: IncomingMessage) => response.headers["content-type"]?.split(";")[0]?.trim().toLowerCase();
