@@ -444,6 +444,5 @@ function decodedResult(raw: unknown): Params {
       method: "tools/call",
     });
   }
-  const { resultType: _complete, ...result } = raw;
-  return result;
+  return withoutResultType(raw);
 }

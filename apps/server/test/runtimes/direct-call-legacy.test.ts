@@ -8,7 +8,7 @@
  * clients' requests.
  */
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   type Client,
@@ -30,26 +30,24 @@ import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, createTransport, directTargetOf, type UpstreamTarget } from "../../src/runtimes/connect.ts";
 import { callDirect, type DirectTarget } from "../../src/runtimes/direct-call.ts";
+import {
+  anyResult,
+  listen,
+  directCallOptions as options,
+  startRecordingProxy,
+  toolCallsIn,
+} from "../support/direct-call.ts";
 
-const anyResult = {
-  "~standard": { version: 1 as const, vendor: "test", validate: (value: unknown) => ({ value }) },
-};
 const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
 
 /** What the upstream saw: cancellations (by request id, with their reason) and calls whose handler was aborted. */
 const upstreamState = { cancelled: [] as { requestId: unknown; reason: unknown }[], aborted: 0 };
 let upstream: { url: string; server: Server };
-let proxy: Server;
+let proxy: Awaited<ReturnType<typeof startRecordingProxy>>;
 let odd: Server;
+let oddUrl: string;
 let client: Client;
 let direct: DirectTarget;
-/** The requests the proxy forwarded: method, headers and parsed body (if any). */
-const seen: { method: string; headers: IncomingHttpHeaders; body?: Record<string, unknown> }[] = [];
-
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-};
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -58,15 +56,6 @@ const sleep = (ms: number, signal?: AbortSignal) =>
       resolve();
     });
   });
-const options = (extra: Partial<Parameters<typeof callDirect>[2]> = {}) => ({
-  signal: new AbortController().signal,
-  timeout: 5_000,
-  maxTotalTimeout: 60_000,
-  resetTimeoutOnProgress: true,
-  headers: {},
-  onnotification: () => undefined,
-  ...extra,
-});
 
 /** A stateful SDK v1 server (2025-11-25) answering on SSE streams, with an event store so streams can resume. */
 async function startLegacyUpstream() {
@@ -155,28 +144,9 @@ async function startLegacyUpstream() {
 
 beforeAll(async () => {
   upstream = await startLegacyUpstream();
-  // Forwards everything to the upstream, streaming its answers, and records the requests.
-  proxy = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString();
-    seen.push({ method: req.method ?? "", headers: req.headers, ...(body ? { body: JSON.parse(body) } : {}) });
-    const headers = Object.entries(req.headers).filter(([name]) => !["host", "content-length"].includes(name));
-    const answer = await fetch(upstream.url, {
-      method: req.method,
-      headers: headers as [string, string][],
-      ...(body ? { body } : {}),
-    });
-    res.writeHead(answer.status, Object.fromEntries(answer.headers));
-    try {
-      if (answer.body) for await (const chunk of answer.body) res.write(chunk);
-    } catch {
-      // the upstream ended the stream abruptly: so does the proxy
-    }
-    res.end();
-  });
+  proxy = await startRecordingProxy(upstream.url);
   const target: UpstreamTarget = {
-    runtime: { type: "remote", url: `${await listen(proxy)}/`, protocol: "streamable_http" },
+    runtime: { type: "remote", url: `${proxy.url}/`, protocol: "streamable_http" },
     headers: { "x-api-key": "k1" },
     query: {},
     env: {},
@@ -197,7 +167,7 @@ beforeAll(async () => {
     res.writeHead(400, { "content-type": "application/json" });
     res.end(JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32600, message: "refused" } }));
   });
-  await listen(odd);
+  oddUrl = await listen(odd);
 });
 
 afterAll(async () => {
@@ -205,16 +175,16 @@ afterAll(async () => {
   upstream?.server.closeAllConnections();
   await Promise.all([
     new Promise((resolve) => upstream?.server.close(resolve)),
-    new Promise((resolve) => proxy?.close(resolve)),
+    new Promise((resolve) => proxy?.server.close(resolve)),
     new Promise((resolve) => odd?.close(resolve)),
   ]);
 });
 
-const toolCalls = () => seen.filter((request) => request.body?.method === "tools/call");
+const toolCalls = () => toolCallsIn(proxy.seen);
 
 describe("direct tools/calls to a 2025-11-25 upstream", () => {
   it("send the SDK client's request on the client's session and return its result", async () => {
-    seen.length = 0;
+    proxy.seen.length = 0;
     const params = { name: "shout", arguments: { text: "hi" }, _meta: { "example.com/trace": "t1" } };
     const viaSdk = await client.request({ method: "tools/call", params }, anyResult, { onprogress: () => undefined });
     const viaDirect = await callDirect(direct, params, options({ onprogress: () => undefined }));
@@ -248,7 +218,7 @@ describe("direct tools/calls to a 2025-11-25 upstream", () => {
     expect(ours.body.id).toBeLessThan(2 ** 31);
     expect(sdk.body.id).toBeLessThan(1_000);
     // Without progress, the params go as they are.
-    seen.length = 0;
+    proxy.seen.length = 0;
     await callDirect(direct, { name: "shout", arguments: { text: "x" } }, options());
     expect(toolCalls()[0]?.body?.params).toEqual({ name: "shout", arguments: { text: "x" } });
   });
@@ -282,12 +252,12 @@ describe("direct tools/calls to a 2025-11-25 upstream", () => {
   });
 
   it("resume a stream the server closed before its response, with Last-Event-ID", async () => {
-    seen.length = 0;
+    proxy.seen.length = 0;
     const viaSdk = await client.request({ method: "tools/call", params: { name: "polled" } }, anyResult);
-    const sdkResumes = seen.filter((request) => request.method === "GET" && request.headers["last-event-id"]);
-    seen.length = 0;
+    const sdkResumes = proxy.seen.filter((request) => request.method === "GET" && request.headers["last-event-id"]);
+    proxy.seen.length = 0;
     const viaDirect = await callDirect(direct, { name: "polled" }, options());
-    const ourResumes = seen.filter((request) => request.method === "GET" && request.headers["last-event-id"]);
+    const ourResumes = proxy.seen.filter((request) => request.method === "GET" && request.headers["last-event-id"]);
     expect(viaDirect).toEqual(viaSdk);
     expect(viaDirect).toEqual(text("after the break"));
     expect(sdkResumes).toHaveLength(1);
@@ -331,11 +301,7 @@ describe("direct tools/calls to a 2025-11-25 upstream", () => {
     await expect(lost).rejects.toBeInstanceOf(SdkHttpError);
     await expect(lost).rejects.toMatchObject({ status: 404 });
     // A 2026-07-28 server's 400 with the request's JSON-RPC error is that error; in 2025 it is an HTTP error.
-    const odd400 = callDirect({ ...direct, url: new URL(await urlOf(odd)) }, { name: "shout" }, options());
+    const odd400 = callDirect({ ...direct, url: new URL(`${oddUrl}/`) }, { name: "shout" }, options());
     await expect(odd400).rejects.toMatchObject({ status: 400 });
   });
 });
-
-async function urlOf(server: Server) {
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-}

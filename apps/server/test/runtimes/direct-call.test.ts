@@ -6,8 +6,7 @@
  * front of it shows both clients' requests; a small node:http server gives the answers a well-behaved server
  * never gives.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type Server } from "node:http";
 import {
   type Client,
   type Notification,
@@ -20,59 +19,33 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, createTransport, directTargetOf, type UpstreamTarget } from "../../src/runtimes/connect.ts";
 import { callDirect, DirectCallRedirected, type DirectTarget } from "../../src/runtimes/direct-call.ts";
+import {
+  anyResult,
+  listen,
+  directCallOptions as options,
+  startRecordingProxy,
+  toolCallsIn,
+} from "../support/direct-call.ts";
 import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
 
-const anyResult = {
-  "~standard": { version: 1 as const, vendor: "test", validate: (value: unknown) => ({ value }) },
-};
-
 let upstream: ModernUpstream;
-let proxy: Server;
+let proxy: Awaited<ReturnType<typeof startRecordingProxy>>;
 let odd: Server;
+let oddUrl: string;
 let client: Client;
 let direct: DirectTarget;
-/** The tools/call requests the proxy forwarded: headers and parsed body. */
-const seen: { headers: IncomingHttpHeaders; body: Record<string, unknown> }[] = [];
 
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-};
 const targetAt = (url: string): UpstreamTarget => ({
   runtime: { type: "remote", url, protocol: "streamable_http" },
   headers: { "x-api-key": "k1" },
   query: {},
   env: {},
 });
-const options = (extra: Partial<Parameters<typeof callDirect>[2]> = {}) => ({
-  signal: new AbortController().signal,
-  timeout: 5_000,
-  maxTotalTimeout: 60_000,
-  resetTimeoutOnProgress: true,
-  headers: {},
-  onnotification: () => undefined,
-  ...extra,
-});
 
 beforeAll(async () => {
   upstream = await startModernUpstream();
-  // Forwards everything to the upstream and records the tools/calls.
-  proxy = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString();
-    if (body.includes('"tools/call"')) seen.push({ headers: req.headers, body: JSON.parse(body) });
-    const headers = Object.entries(req.headers).filter(([name]) => !["host", "content-length"].includes(name));
-    const answer = await fetch(upstream.url, {
-      method: req.method,
-      headers: headers as [string, string][],
-      ...(body ? { body } : {}),
-    });
-    res.writeHead(answer.status, Object.fromEntries(answer.headers));
-    if (answer.body) for await (const chunk of answer.body) res.write(chunk);
-    res.end();
-  });
-  const target = targetAt(`${await listen(proxy)}/`);
+  proxy = await startRecordingProxy(upstream.url);
+  const target = targetAt(`${proxy.url}/`);
   client = createClient(target, "toolplane-gateway", { elicitation: {} });
   await client.connect(createTransport(target));
   const found = directTargetOf(target, client, "toolplane-gateway", { elicitation: {} });
@@ -105,21 +78,21 @@ beforeAll(async () => {
       } else res.writeHead(404).end();
     }
   });
-  await listen(odd);
+  oddUrl = await listen(odd);
 });
 
 afterAll(async () => {
   await client?.close();
   await Promise.all([
     upstream?.close(),
-    new Promise((resolve) => proxy?.close(resolve)),
+    new Promise((resolve) => proxy?.server.close(resolve)),
     new Promise((resolve) => odd?.close(resolve)),
   ]);
 });
 
 describe("direct tools/calls to a 2026-07-28 upstream", () => {
   it("send the SDK client's request and return its result", async () => {
-    seen.length = 0;
+    proxy.seen.length = 0;
     const params = { name: "shout", arguments: { text: "hi" }, _meta: { "example.com/trace": "t1" } };
     const viaSdk = await client.request({ method: "tools/call", params }, anyResult, {
       onprogress: () => undefined,
@@ -129,8 +102,8 @@ describe("direct tools/calls to a 2026-07-28 upstream", () => {
     expect(viaDirect).toEqual(viaSdk);
     expect(viaDirect).toMatchObject({ content: [{ type: "text", text: "HI" }] });
     expect(viaDirect).not.toHaveProperty("resultType");
-    const [sdk, ours] = seen;
-    if (!sdk || !ours) throw new Error("the proxy saw both calls");
+    const [sdk, ours] = toolCallsIn(proxy.seen);
+    if (!sdk?.body || !ours?.body) throw new Error("the proxy saw both calls");
     // The same body but for the request id, which is also the progress token.
     type Body = { id: number; params: { _meta: Record<string, unknown> } };
     const withoutIds = ({ id, params, ...body }: Body) => {
@@ -211,8 +184,7 @@ describe("direct tools/calls to a 2026-07-28 upstream", () => {
   });
 
   it("fail as the SDK client fails on answers no good server gives, and step aside on a redirect", async () => {
-    const port = (odd.address() as AddressInfo).port;
-    const at = (path: string): DirectTarget => ({ ...direct, url: new URL(`http://127.0.0.1:${port}${path}`) });
+    const at = (path: string): DirectTarget => ({ ...direct, url: new URL(`${oddUrl}${path}`) });
     const call = (path: string) => callDirect(at(path), { name: "shout" }, options({ timeout: 1_000 }));
     await expect(call("/moved")).rejects.toBeInstanceOf(DirectCallRedirected);
     await expect(call("/refused")).rejects.toMatchObject({ status: 400 });
