@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError, type ErrorCode } from "@toolplane/server-stubs";
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { isDatabaseUnavailable } from "../lib/db-errors.ts";
@@ -14,7 +15,20 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
  * The single error handler: every failure leaves as the documented error body. Unexpected errors are logged
  * with the request id and answered with a 500 that carries the id and nothing of the internals.
  */
-export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
+export const errorHandler: ErrorRequestHandler = (err, req, res, _next) =>
+  // Through `res.json`, which the idempotency middleware wraps to keep a POST's answer.
+  sendError(err, req, res, (status, body) => res.status(status).json(body));
+
+/**
+ * Answers a failed request as errorHandler does: also for requests served before Express dispatches them (the MCP
+ * gateway's POSTs, see app.ts), written with Node's own response methods.
+ */
+export function sendError(
+  err: unknown,
+  req: IncomingMessage,
+  res: ServerResponse,
+  write = (status: number, body: unknown) => sendJson(res, status, body),
+): void {
   const apiError = toApiError(err, String(req.id));
   // An outage answers every request with a 503 for a while: one warning line each, not a stack trace each.
   if (apiError.code === "service_unavailable") req.log.warn({ code: apiError.code }, apiError.message);
@@ -25,8 +39,15 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     return;
   }
   for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
-  res.status(apiError.status).json(apiError.toBody());
-};
+  write(apiError.status, apiError.toBody());
+}
+
+/** A JSON answer as Express's `res.status(status).json(body)` writes it (no ETag: the app turns them off). */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.statusCode = status;
+  if (!res.hasHeader("Content-Type")) res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.end(JSON.stringify(body));
+}
 
 function toApiError(err: unknown, requestId: string): ApiError {
   if (err instanceof ApiError) return err;

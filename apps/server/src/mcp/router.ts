@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from "@modelcontextprotocol/node";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import {
@@ -14,6 +15,7 @@ import { ApiError, checkJsonDepth } from "@toolplane/server-stubs";
 import express, { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../app.ts";
 import { ApiKeyVerifier } from "../auth/api-keys.ts";
+import { sendError, sendJson } from "../http/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { tracing } from "../observability/tracing.ts";
 import { gatewaySessionLoader } from "../resources/sessions/gateway-view.ts";
@@ -211,8 +213,14 @@ class StoredConnections {
  * - `GET /mcp/:sessionId/sse` + `POST /mcp/:sessionId/messages?sessionId=…` — the legacy HTTP+SSE transport.
  * Both connection kinds live in the process that opened them (sticky routing, see README).
  * Unauthenticated requests get a 401 with `WWW-Authenticate` pointing at the RFC 9728 metadata served here.
+ *
+ * `servePost` serves `POST /mcp/:sessionId` as the router does, for requests taken before Express dispatches them
+ * (see app.ts): the same body parser, handler and errors.
  */
-export function mcpGatewayRouter(deps: AppDeps): Router {
+export function mcpGatewayRouter(deps: AppDeps): {
+  router: Router;
+  servePost: (req: IncomingMessage, res: ServerResponse, sessionId: string) => void;
+} {
   const gateway = new Gateway(deps.db, deps.secrets, deps.publicUrl);
   const load = gatewaySessionLoader(deps.db, deps.secrets, deps.changes);
   const access = new SessionAccess(deps, load);
@@ -279,7 +287,8 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   // operator's switch and a side-by-side comparison need no restart).
   const fastCalls = () => process.env.TOOLPLANE_MCP_FAST_CALLS !== "0";
 
-  router.post("/mcp/:sessionId", jsonBody, async (req, res) => {
+  router.post("/mcp/:sessionId", jsonBody, (req, res) => servePostBody(req, res));
+  async function servePostBody(req: Request, res: Response) {
     const session = await authorize(req, res);
     checkJsonDepth(req.body);
     const connectionId = req.headers["mcp-session-id"];
@@ -311,7 +320,7 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
       await servePerRequest(req, res, session, serving);
     }
     touched(session, 1);
-  });
+  }
   // GET opens the stream of a 2025-era MCP session, DELETE ends it; both go to the process that holds it.
   router.get("/mcp/:sessionId", async (req, res) => {
     const session = await authorize(req, res);
@@ -373,8 +382,8 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
   }
 
   /** An MCP session id no replica knows (or of another session): 404, which tells the client to initialise again. */
-  function sessionNotFound(res: Response) {
-    res.status(404).json({ jsonrpc: "2.0", error: { code: -32001, message: "MCP session not found" }, id: null });
+  function sessionNotFound(res: ServerResponse) {
+    sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: "MCP session not found" }, id: null });
   }
 
   function loadConnection(connectionId: string, sessionId: string) {
@@ -396,9 +405,11 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     // The SDK's server would answer a refusal of the tool's handler in-band (HTTP 200); SEP-2243 requires a 400.
     const refusal = method === "tools/call" && serving.paramHeaders ? await paramHeaderRefusal(req, session) : null;
     if (refusal) {
-      res
-        .status(400)
-        .json({ jsonrpc: "2.0", id: req.body.id ?? null, error: { code: refusal.code, message: refusal.message } });
+      sendJson(res, 400, {
+        jsonrpc: "2.0",
+        id: req.body.id ?? null,
+        error: { code: refusal.code, message: refusal.message },
+      });
       return;
     }
     (req as { auth?: unknown }).auth = {
@@ -514,5 +525,24 @@ export function mcpGatewayRouter(deps: AppDeps): Router {
     touched(session, 1);
   });
 
-  return router;
+  /** Serves a POST of `sessionPostOf` as the route above does. */
+  function servePost(req: IncomingMessage, res: ServerResponse, sessionId: string): void {
+    const request = Object.assign(req, { params: { sessionId } }) as unknown as Request;
+    jsonBody(request, res as Response, (error?: unknown) => {
+      if (error) return sendError(error, req, res);
+      servePostBody(request, res as Response).catch((thrown: unknown) => sendError(thrown, req, res));
+    });
+  }
+
+  return { router, servePost };
 }
+
+/** The path of a session's MCP endpoint as issued (`connection_url`): the session id, percent-encoding-free. */
+const SESSION_POST_PATH = /^\/mcp\/([A-Za-z0-9_-]+)$/;
+
+/**
+ * The session id of `POST /mcp/<session id>` spelled as issued (no query string, no percent-encoding; any other
+ * spelling goes through Express, whose route matches it too), else undefined.
+ */
+export const sessionPostOf = (req: IncomingMessage): string | undefined =>
+  req.method === "POST" ? SESSION_POST_PATH.exec(req.url ?? "")?.[1] : undefined;
