@@ -108,12 +108,8 @@ export class ToolCallService {
         hint: "List the session's tools with an MCP client (tools/list) on its connection_url.",
       });
     }
-    const { consumer_id } = await this.db
-      .selectFrom("sessions")
-      .select("consumer_id")
-      .where("id", "=", sessionId)
-      .executeTakeFirstOrThrow();
-    return toApi({ ...outcome.record, consumer_id });
+    // The call's writes read back only what the gateway needs (CallRecordSummary): the answer is the whole row.
+    return this.get(instanceId, outcome.record.id);
   }
 
   private async assertSession(instanceId: string, sessionId: string): Promise<void> {
