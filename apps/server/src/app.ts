@@ -13,7 +13,7 @@ import { requestLogger } from "./http/logging.ts";
 import { mcpGatewayRouter, sessionPostOf } from "./mcp/router.ts";
 import { oauthPageRouter } from "./oauth/pages.ts";
 import { logGatewayTo } from "./observability/gateway.ts";
-import { httpMetrics, metricsEndpoint } from "./observability/metrics.ts";
+import { httpMetrics, metricsEndpoint, recordRouteTemplates, routeTemplate } from "./observability/metrics.ts";
 import { portalRouter } from "./portal/pages.ts";
 import { createHandlers } from "./resources/index.ts";
 import type { SecretBox } from "./secrets/secret-box.ts";
@@ -38,6 +38,7 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", false);
+  recordRouteTemplates(app);
   const logRequest = requestLogger(deps.logger);
   app.use(logRequest);
   app.use(httpMetrics);
@@ -55,11 +56,11 @@ export function createApp(deps: AppDeps, handlers: Handlers<RequestContext> = cr
   dispatching.handle = (req, res, next) => {
     const sessionId = sessionPostOf(req);
     if (!sessionId) return dispatch(req, res, next);
-    // What the middleware above reads of a request Express dispatched; the route is the one the router names.
-    const request = Object.assign(req, { originalUrl: req.url, baseUrl: "" }) as Request;
+    // What the middleware above reads of a request Express dispatched, and the route its router names.
+    const request = Object.assign(req, { originalUrl: req.url }) as Request;
     logRequest(request, res as Response, ignore);
     httpMetrics(request, res as Response, ignore);
-    request.route = { path: "/mcp/:sessionId" };
+    routeTemplate(req, "/mcp/:sessionId");
     gateway.servePost(req, res, sessionId);
   };
 
