@@ -98,9 +98,9 @@ export interface CallOptions extends Downstream {
 }
 
 /**
- * What a call's writes read back of its record: what the gateway needs to answer and count it. The whole row
- * (its tool schema, input and output parsed again) cost the answer's path ~5 % of the gateway's CPU at 16 calls in
- * flight; the API reads the row when it answers with it.
+ * What a call's writes read back of its record: what the gateway needs to answer and count it. Reading back the
+ * whole row (its tool schema, input and output parsed again) kept pg at 5.3 % of the gateway's busy time at 16 calls
+ * in flight, against 3.3 % now; the API reads the row when it answers with it.
  */
 export type CallRecordSummary = Pick<Row<"tool_calls">, (typeof SUMMARY_COLUMNS)[number]>;
 const SUMMARY_COLUMNS = ["id", "session_id", "session_provider_id", "status"] as const;
