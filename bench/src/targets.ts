@@ -1,11 +1,31 @@
-// Starts target.ts in a child process and talks to it over IPC.
-import { type ChildProcess, fork } from "node:child_process";
+// Starts target.ts in a child process and talks to it over IPC. The target runs as `pnpm start` runs the server:
+// bundled into plain JavaScript by the server's own build (scripts/build.mjs, with target.ts as one more entry
+// point), not under the tsx loader, whose output wraps every function in a `__name` call the build does not make.
+import { type ChildProcess, execFile, fork } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import type { ParentMessage, Seeded, TargetMessage } from "./protocol.ts";
 import { rssMb } from "./restart.ts";
 
 const TARGET = fileURLToPath(new URL("./target.ts", import.meta.url));
 const BENCH_DIR = fileURLToPath(new URL("..", import.meta.url));
+const BUILD = fileURLToPath(new URL("../../apps/server/scripts/build.mjs", import.meta.url));
+
+let built: Promise<string> | undefined;
+/** The bundled target (built once per run, into a directory removed when the run exits). */
+function bundledTarget(): Promise<string> {
+  built ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), "toolplane-bench-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    const outdir = join(dir, "dist");
+    await promisify(execFile)(process.execPath, [BUILD, "--outdir", outdir, "--entry", `target=${TARGET}`]);
+    return join(outdir, "target.mjs");
+  })();
+  return built;
+}
 
 export type Ready = Extract<TargetMessage, { type: "ready" }>;
 
@@ -30,11 +50,11 @@ export class Target {
   }
 
   /**
-   * Every target, bare or full, runs with the same node binary, flags (the young generation size `pnpm start`
-   * gives the server, and the tsx loader) and environment; only BENCH_MODE and the database settings differ.
+   * Every target, bare or full, runs from the same bundle with the same node binary, flags (the young generation
+   * size `pnpm start` gives the server) and environment; only BENCH_MODE and the database settings differ.
    */
   static async start(options: TargetOptions): Promise<Target> {
-    const execArgv = ["--max-semi-space-size=32", "--import", "tsx"];
+    const execArgv = ["--max-semi-space-size=32"];
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       BENCH_MODE: options.mode,
@@ -47,7 +67,12 @@ export class Target {
     delete env.TEST_DATABASE_URL;
     // stdout (the request log) goes to /dev/null, as it would go to a log shipper; stderr stays visible, and its
     // first error line explains a target that dies before it is ready (a module that fails to load, say).
-    const child = fork(TARGET, [], { cwd: BENCH_DIR, execArgv, env, stdio: ["ignore", "ignore", "pipe", "ipc"] });
+    const child = fork(await bundledTarget(), [], {
+      cwd: BENCH_DIR,
+      execArgv,
+      env,
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    });
     let stderr = "";
     child.stderr?.on("data", (d: Buffer) => {
       process.stderr.write(d);

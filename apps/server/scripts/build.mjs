@@ -21,7 +21,18 @@ import { build } from "esbuild";
 
 const serverDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const repoRoot = join(serverDir, "../..");
-const { values } = parseArgs({ options: { outdir: { type: "string" } } });
+// `--entry NAME=PATH` (repeatable) bundles one more entry point beside main and cli, as NAME.mjs: the benchmark's
+// target process, so that it measures the server as `pnpm start` runs it.
+const { values } = parseArgs({
+  options: { outdir: { type: "string" }, entry: { type: "string", multiple: true, default: [] } },
+});
+const extraEntries = Object.fromEntries(
+  values.entry.map((spec) => {
+    const [name, path] = spec.split("=", 2);
+    if (!name || !path) throw new Error(`--entry wants NAME=PATH, got ${spec}`);
+    return [name, resolve(path)];
+  }),
+);
 const target = resolve(values.outdir ?? join(serverDir, "dist"));
 // Built beside the target and renamed into place at the end: a server started from the target (a test, a service)
 // while another build runs never sees a half-written directory.
@@ -38,7 +49,7 @@ const assets = new Map();
 const ownAssetUrls = {
   name: "own-asset-urls",
   setup(b) {
-    const ours = new RegExp(`^${repoRoot.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/(apps|packages)/[^/]+/src/.*\\.ts$`);
+    const ours = new RegExp(`^${repoRoot.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/(?!.*/node_modules/).*\\.ts$`);
     b.onLoad({ filter: /\.ts$/ }, async (args) => {
       if (!ours.test(args.path)) return undefined;
       // The CLI's source starts with a tsx hashbang; its bundle is plain JavaScript for node.
@@ -77,7 +88,7 @@ function copyPackage(name, files) {
 const started = performance.now();
 try {
   await build({
-    entryPoints: { main: join(serverDir, "src/main.ts"), cli: join(serverDir, "src/cli.ts") },
+    entryPoints: { main: join(serverDir, "src/main.ts"), cli: join(serverDir, "src/cli.ts"), ...extraEntries },
     outdir,
     outExtension: { ".js": ".mjs" },
     chunkNames: "chunk-[hash]",
