@@ -1,10 +1,13 @@
 // Summarises a V8 .cpuprofile (from --cpu-prof) into what dominates: self time by function, and inclusive time by
 // package or source area (how much of the busy time has a frame of that package on the stack).
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { SourceMap } from "node:module";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   hitCount?: number;
   children?: number[];
 }
@@ -48,8 +51,43 @@ export function areaOf(url: string, functionName: string): string {
   return ours ? ours.replace(/\.ts$/, "") : url;
 }
 
+/**
+ * Puts the frames of a bundled file (the targets run the server's build, see targets.ts) back on the sources they
+ * came from, through the source map the build writes beside each file: V8 reports positions in the bundle.
+ */
+function unbundle(profile: CpuProfile): void {
+  const maps = new Map<string, { map: SourceMap; dir: string } | null>();
+  const mapOf = (url: string) => {
+    if (!maps.has(url)) {
+      const path = url.startsWith("file:") ? fileURLToPath(url) : "";
+      maps.set(
+        url,
+        path && existsSync(`${path}.map`)
+          ? { map: new SourceMap(JSON.parse(readFileSync(`${path}.map`, "utf8"))), dir: dirname(path) }
+          : null,
+      );
+    }
+    return maps.get(url);
+  };
+  for (const node of profile.nodes) {
+    const frame = node.callFrame;
+    const found = frame.url ? mapOf(frame.url) : null;
+    if (!found) continue;
+    const entry = found.map.findEntry(frame.lineNumber, frame.columnNumber) as {
+      originalSource?: string;
+      originalLine?: number;
+    };
+    if (!entry.originalSource) continue;
+    const source = entry.originalSource.startsWith("file:")
+      ? entry.originalSource
+      : pathToFileURL(resolve(found.dir, entry.originalSource)).href;
+    node.callFrame = { ...frame, url: source, lineNumber: entry.originalLine ?? frame.lineNumber };
+  }
+}
+
 export function summariseProfile(file: string, top = 25): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
+  unbundle(profile);
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
