@@ -760,6 +760,9 @@ function withoutUpstreamIdentity(result: Params): Params {
 
 function asProtocolError(error: unknown, provider?: GatewaySessionProvider): unknown {
   if (error instanceof ProtocolError) return error;
+  // A provider that needs re-authentication is named by its message, and the client (only it) gets the link.
+  if (error instanceof ReauthenticationNeeded)
+    return new ProtocolError(ProtocolErrorCode.InternalError, error.clientMessage);
   if (error instanceof UpstreamFailure) {
     const message = provider ? `Provider ${provider.providerSlug}: ${error.message}` : error.message;
     if (error.code === "upstream_error") return new ProtocolError(error.rpcCode ?? -32603, message, error.rpcData);

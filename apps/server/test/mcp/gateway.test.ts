@@ -176,9 +176,15 @@ describe("tools/call", () => {
       .execute();
     const failed = await client.callTool({ name: "whoami", arguments: {} });
     expect(failed.isError).toBe(true);
-    expect(firstText(failed)).toMatch(
-      /Provider ours needs re-authentication.*Sign in again by opening http\S+\/oauth\/setup-sessions\/pas_\w+\/start\?token=/,
-    );
+    const reauth =
+      /Provider ours needs re-authentication.*Sign in again by opening http\S+\/oauth\/setup-sessions\/pas_\w+\/start\?token=/;
+    expect(firstText(failed)).toMatch(reauth);
+    // Every other request that needs the provider says the same, link included.
+    await expect(client.getPrompt({ name: "any" })).rejects.toThrow(reauth);
+    await expect(client.readResource({ uri: "test://any" })).rejects.toThrow(reauth);
+    await expect(
+      client.complete({ ref: { type: "ref/prompt", name: "any" }, argument: { name: "a", value: "" } }),
+    ).rejects.toThrow(reauth);
   });
 
   it("passes an upstream JSON-RPC error on and rejects unknown keys", async () => {
