@@ -77,11 +77,11 @@ export class SessionAccess {
 
 /** The credential of a request: `Authorization: Bearer …`, else the `key` query parameter. */
 function credentialOf(req: Request): string | null {
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
-  if (bearer) return bearer;
-  const key = new URL(req.originalUrl, "http://localhost").searchParams.get("key");
-  return key || null;
+  return bearerOf(req) ?? queryKeyOf(req);
 }
+
+const bearerOf = (req: Request) => /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
+const queryKeyOf = (req: Request) => new URL(req.originalUrl, "http://localhost").searchParams.get("key") || null;
 
 /**
  * Origins allowed to call the MCP endpoint from a browser (MCP requires servers to validate `Origin` against DNS
@@ -497,7 +497,11 @@ export function mcpGatewayRouter(deps: AppDeps): {
     const sessionId = sessionIdOf(req);
     const session = await authorize(req, res);
     const credential = credentialOf(req);
-    const transport = new SSEServerTransport(`/mcp/${sessionId}/messages`, res);
+    // A client that sent the secret as `?key=` cannot set headers: the endpoint it is told to post to carries the
+    // key too (to it alone, on its own stream; request logs mask `key`).
+    const key = bearerOf(req) ? null : queryKeyOf(req);
+    const endpoint = `/mcp/${sessionId}/messages${key ? `?key=${encodeURIComponent(key)}` : ""}`;
+    const transport = new SSEServerTransport(endpoint, res);
     const current = () => access.authorize(sessionId, credential);
     const serving = servingFor(req, newId("scn"), true);
     const server = await sessionMcpServer(gateway, current, serving, { instructions: true });

@@ -5,6 +5,7 @@
  */
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CallToolResultSchema,
@@ -506,6 +507,19 @@ describe("access", () => {
     const { authorization: _none, ...headers } = mcpHeaders(onlyModern.secret);
     const res = await fetch(url, { method: "POST", headers, body: initializeBody });
     expect(res.status).toBe(200);
+  });
+
+  it("accepts ?key= on the legacy HTTP+SSE transport, for the stream and the messages it announces", async () => {
+    const url = new URL(`${endpointOf(t, onlyModern).pathname}/sse`, t.url);
+    url.searchParams.set("key", onlyModern.secret);
+    const client = new Client({ name: "key-only", version: "1" });
+    await client.connect(new SSEClientTransport(url));
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toContain("confirm");
+    } finally {
+      await client.close();
+    }
   });
 
   it("answers 401 with WWW-Authenticate naming RFC 9728 metadata that this server serves", async () => {
