@@ -542,6 +542,8 @@ export class Gateway {
     options: CallOptions = {},
   ): Promise<CallOutcome | null> {
     const startedAt = performance.now();
+    // The record's time covers what the client waits: finding the tool (connecting, listing) included.
+    const createdAt = new Date();
     const found = await this.find(session, "tools/list", key, options);
     if (!found) return null;
     // Refused before anything runs or is recorded, as a direct server refuses it (SEP-2243).
@@ -577,7 +579,7 @@ export class Gateway {
         : null,
       input: input === undefined ? null : storableJson(input),
       metadata: origin.metadata ? storableJson(origin.metadata) : null,
-      created_at: new Date().toISOString(),
+      created_at: createdAt.toISOString(),
     };
     let recorded: Promise<void> | null = null;
     const insert = () => {

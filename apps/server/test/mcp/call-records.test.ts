@@ -4,6 +4,8 @@
  * `waiting_for_response` from then on; 0 writes every record as its call starts. The delay is read per call, so
  * each test sets its own. The client is the SDK v1 one, on a 2025 session.
  */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
@@ -14,10 +16,15 @@ import {
   connectMcp,
   createSession,
   deploymentRef,
+  deployProvider,
   firstText,
   latestToolCall,
+  remoteProvider,
   startModernSession,
 } from "./gateway-fixtures.ts";
+
+// Read when the app is built: how long a call waits on an upstream that never answers (see the last test).
+process.env.TOOLPLANE_UPSTREAM_TIMEOUT_MS = "1500";
 
 let t: StartedTestServer;
 let modern: ModernUpstream;
@@ -74,6 +81,32 @@ describe("tool call records", () => {
     expect(Date.parse(record?.created_at ?? "")).toBeLessThan(progressAt.getTime());
     expect(Date.parse(record?.completed_at ?? "")).toBeGreaterThan(progressAt.getTime());
     await client.close();
+  });
+
+  it("times a call from its start, including the wait for an upstream that never answers", async () => {
+    const hung: Server = createServer(() => undefined);
+    await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(hung.address() as AddressInfo).port}/mcp`;
+      const provider = await remoteProvider(t.db, "hung", url);
+      const deployment = await deployProvider(t.client, provider.providerId, "Hung");
+      const session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+      const client = await connectMcp(t, session);
+      const startedAt = Date.now();
+      const result = await client.callTool({ name: "anything", arguments: {} });
+      const waitedMs = Date.now() - startedAt;
+      expect(result.isError).toBe(true);
+      const record = await latestToolCall(t, session.id);
+      expect(record).toMatchObject({ status: "failed" });
+      // The wait (connecting to find the tool, ~1.5 s here) lies between created_at and completed_at.
+      const recordedMs = Date.parse(record?.completed_at ?? "") - Date.parse(record?.created_at ?? "");
+      expect(waitedMs).toBeGreaterThan(1000);
+      expect(recordedMs).toBeGreaterThan(waitedMs / 2);
+      await client.close();
+    } finally {
+      hung.closeAllConnections();
+      await new Promise((resolve) => hung.close(resolve));
+    }
   });
 
   it("lists a call as waiting once the delay has passed, and with 0 as it starts", async () => {
