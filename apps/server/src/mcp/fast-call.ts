@@ -63,6 +63,8 @@ export interface FastCall {
   id: string | number;
   params: Params;
   meta: Params | undefined;
+  /** The envelope the SDK lifts out of `_meta` (`ctx.mcpReq.envelope`). */
+  envelope: Params;
   capabilities: ClientCapabilities | undefined;
 }
 
@@ -104,6 +106,7 @@ export function fastCallOf(req: Request): FastCall | null {
   // As the SDK hands them to its handler: the envelope lifted out of `_meta`, and `_meta` gone if nothing is left.
   const { _meta: envelope, ...rest } = params as Params & { _meta: Params };
   const kept = Object.fromEntries(Object.entries(envelope).filter(([key]) => !ENVELOPE_KEYS.includes(key)));
+  const lifted = Object.fromEntries(Object.entries(envelope).filter(([key]) => ENVELOPE_KEYS.includes(key)));
   const token = kept.progressToken;
   if (token !== undefined && typeof token !== "string" && typeof token !== "number") return null;
   const meta = Object.keys(kept).length > 0 ? kept : undefined;
@@ -111,6 +114,7 @@ export function fastCallOf(req: Request): FastCall | null {
     id,
     params: meta ? { ...rest, _meta: meta } : rest,
     meta,
+    envelope: lifted,
     capabilities: envelope[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined,
   };
 }
@@ -148,6 +152,7 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
   const request: CallRequest = {
     signal: control.signal,
     ...(call.meta ? { _meta: call.meta } : {}),
+    envelope: call.envelope,
     notify: async (notification: Notification) => {
       if (REMOVED_NOTIFICATIONS.has(notification.method)) {
         throw new Error(`Notification '${notification.method}' is not part of protocol revision ${REVISION}.`);

@@ -507,7 +507,7 @@ export class Gateway {
           const described = upstream.describe(this.timeoutMs);
           return { provider, upstream, ...(await new FirstAnswer(true).bound(described, this.listMs)) };
         } catch {
-          return { provider, upstream: null, capabilities: {}, instructions: undefined };
+          return { provider, upstream: null, capabilities: {}, instructions: undefined, modern: false };
         }
       }),
     );
@@ -787,7 +787,7 @@ function allowedTool(provider: GatewaySessionProvider, names: Namespaces, name: 
  * `ms`, but only once another provider of the request has answered (or at once, for a `FirstAnswer(true)`, which
  * does not wait for others).
  */
-class FirstAnswer {
+export class FirstAnswer {
   private answered: () => void = () => undefined;
   private readonly first: Promise<void>;
 
@@ -795,8 +795,16 @@ class FirstAnswer {
     this.first = alreadyAnswered ? Promise.resolve() : new Promise<void>((resolve) => (this.answered = resolve));
   }
 
-  /** `work`, or an UpstreamFailure after `ms` (and a first answer); `onLate` runs if it answers after that. */
-  bound<T>(work: Promise<T>, ms: number, onLate: () => void = () => undefined): Promise<T> {
+  /**
+   * `work`, or an UpstreamFailure after `ms` (and a first answer) that ends with `late`; `onLate` runs if it
+   * answers after that.
+   */
+  bound<T>(
+    work: Promise<T>,
+    ms: number,
+    onLate: () => void = () => undefined,
+    late = "it is included once it answers.",
+  ): Promise<T> {
     void work.then(this.answered, () => undefined);
     return new Promise<T>((resolve, reject) => {
       let settled = false;
@@ -805,7 +813,7 @@ class FirstAnswer {
           if (settled) return;
           settled = true;
           work.then(onLate, () => undefined);
-          reject(new UpstreamFailure("timeout", `did not answer within ${ms} ms; it is included once it answers.`));
+          reject(new UpstreamFailure("timeout", `did not answer within ${ms} ms; ${late}`));
         });
       }, ms);
       const settle = (then: () => void) => {

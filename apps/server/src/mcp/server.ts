@@ -3,6 +3,7 @@ import {
   CLIENT_INFO_META_KEY,
   type ClientCapabilities,
   type JSONRPCRequest,
+  LOG_LEVEL_META_KEY,
   type LoggingLevel,
   type Notification,
   PROTOCOL_VERSION_META_KEY,
@@ -32,6 +33,7 @@ import {
   type CallOutcome,
   type Described,
   type Downstream,
+  FirstAnswer,
   type Gateway,
   type ProviderFailure,
   ReauthenticationNeeded,
@@ -118,7 +120,8 @@ export function protocolErrorOf(error: unknown): unknown {
  * - lists (tools, prompts, resources, templates) merge every provider under session-wide keys and URIs; a provider
  *   that cannot be listed is left out and named in a log notification and the server log;
  * - tools/call, prompts/get, resources/read, subscribe/unsubscribe and completion/complete go to the one provider
- *   the key or URI names; logging/setLevel goes to all of them;
+ *   the key or URI names; logging/setLevel goes to every 2025 upstream (a 2026-07-28 one gets the level with each
+ *   request), and log messages reach a client at or above its level;
  * - a call the upstream answers is passed through as is (URIs in it made session-wide); a call that got no answer
  *   (timeout, upstream down) is a tool result with `isError` and the reason naming the provider, so a model sees
  *   it; a JSON-RPC error of the upstream is passed on as that error, naming the provider.
@@ -173,6 +176,7 @@ export async function sessionMcpServer(
     }
   });
   const relayUnsolicited = async (notification: Notification, provider: GatewaySessionProvider) => {
+    if (!logLevelAllows(clientLogLevel, notification)) return;
     const params = notification.params as Params | undefined;
     if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
       const uri = gateway.namespaces(await session()).uri(provider.sessionProviderId, params.uri);
@@ -201,12 +205,17 @@ export async function sessionMcpServer(
     subscriptions.clear();
   };
 
+  /** The level a 2025 client of this connection set with logging/setLevel (it gets every message until then). */
+  let clientLogLevel: LoggingLevel | undefined;
+  /** The log messages a request's client wants: see requestLogLevel. */
+  const logLevelOf = (req: CallRequest) => requestLogLevel(req, clientLogLevel);
+
   /** What the upstream clients declare, and how the upstreams reach this request's client meanwhile. */
   const downstream = (req: ConnectionRequest): Downstream => {
     const capabilities = clientCapabilities(server, req, serving);
     return {
       capabilities,
-      caller: (provider) => relayTo(req, serving, provider, capabilities, exposeNotification),
+      caller: (provider) => relayTo(req, serving, provider, capabilities, exposeNotification, logLevelOf(req)),
       connectionId: serving.connectionId,
       watch,
       // On a connection the client hears that the list grew; per request it sees it on its next listing.
@@ -240,7 +249,7 @@ export async function sessionMcpServer(
         ...downstream(req),
         signal: req.signal,
         ...progressRelay(req),
-        params: forwardedParams(rest, req),
+        params: forwardedParams(rest, req, logLevelOf(req)),
       })
       .catch((error: unknown) => {
         throw asProtocolError(error);
@@ -265,7 +274,7 @@ export async function sessionMcpServer(
     if (!target)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Prompt ${key} is not offered by this session.`);
     const result = await forward(ctx, target.provider, target.upstream, "prompts/get", {
-      ...forwardedParams(request.params, ctx.mcpReq),
+      ...forwardedParams(request.params, ctx.mcpReq, logLevelOf(ctx.mcpReq)),
       name: target.name,
     });
     return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
@@ -283,7 +292,7 @@ export async function sessionMcpServer(
     const current = await session();
     const target = await locateResource(current, String(request.params.uri), ctx);
     const result = await forward(ctx, target.provider, target.upstream, "resources/read", {
-      ...forwardedParams(request.params, ctx.mcpReq),
+      ...forwardedParams(request.params, ctx.mcpReq, logLevelOf(ctx.mcpReq)),
       uri: target.uri,
     });
     return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
@@ -327,29 +336,52 @@ export async function sessionMcpServer(
       const what = byPrompt ? `Prompt ${String(ref.name)}` : `Resource template ${String(ref.uri)}`;
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `${what} is not offered by this session.`);
     }
-    const params = { ...forwardedParams(request.params, ctx.mcpReq), ref: target.ref };
+    const params = { ...forwardedParams(request.params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), ref: target.ref };
     const result = await forward(ctx, target.provider, target.upstream, "completion/complete", params);
     return exposeUris(result, gateway.namespaces(current), null);
   }) as never);
+
+  /**
+   * `ask` of every upstream at once (undefined: not this one), waiting on each as a listing does: one that has not
+   * answered the list timeout after another did is left out of the answer, and named in the server log, as is one
+   * that fails.
+   */
+  const everyUpstream = async <T>(
+    method: string,
+    described: Described[],
+    ask: (described: Described) => Promise<T> | undefined,
+  ): Promise<T[]> => {
+    const race = new FirstAnswer();
+    const answers = await Promise.all(
+      described.map(async (entry) => {
+        const asked = ask(entry);
+        if (!asked) return [];
+        try {
+          return [await race.bound(asked, gateway.listMs, undefined, "left out of this answer.")];
+        } catch (error) {
+          serving.log.warn(
+            { provider: entry.provider.providerSlug, err: errorMessage(error) },
+            `${method} failed upstream`,
+          );
+          return [];
+        }
+      }),
+    );
+    return answers.flat();
+  };
 
   server.setRequestHandler("logging/setLevel", (async (
     request: { params: { level: LoggingLevel } },
     ctx: ServerContext,
   ) => {
+    clientLogLevel = request.params.level;
     const current = await session();
     const described = await gateway.describe(current, downstream(ctx.mcpReq));
-    await Promise.all(
-      described.map(async ({ provider, upstream, capabilities }) => {
-        if (!upstream || !capabilities.logging) return;
-        await gateway
-          .forward(provider, upstream, "logging/setLevel", { level: request.params.level })
-          .catch((error: unknown) => {
-            serving.log.warn(
-              { provider: provider.providerSlug, err: errorMessage(error) },
-              "logging/setLevel failed upstream",
-            );
-          });
-      }),
+    // A 2026-07-28 upstream has no logging/setLevel: it gets the level with each request (see forwardedParams).
+    await everyUpstream("logging/setLevel", described, ({ provider, upstream, capabilities, modern }) =>
+      upstream && capabilities.logging && !modern
+        ? gateway.forward(provider, upstream, "logging/setLevel", { level: request.params.level })
+        : undefined,
     );
     return {};
   }) as never);
@@ -365,20 +397,12 @@ export async function sessionMcpServer(
     if (method === "tasks/list") {
       // The first page of each upstream that lists tasks; one that fails is left out and named, as in listings.
       const described = await gateway.describe(current, downstream(ctx.mcpReq));
-      const lists = await Promise.all(
-        described.map(async ({ provider, upstream, capabilities }) => {
-          if (!upstream || !(capabilities as ServerCapabilities).tasks?.list) return [];
-          try {
-            const listed = await forward(ctx, provider, upstream, method, {});
-            return exposeTaskIds(listed, names, provider.sessionProviderId).tasks as unknown[];
-          } catch (error) {
-            serving.log.warn(
-              { provider: provider.providerSlug, err: errorMessage(error) },
-              "tasks/list failed upstream",
-            );
-            return [];
-          }
-        }),
+      const lists = await everyUpstream(method, described, ({ provider, upstream, capabilities }) =>
+        upstream && (capabilities as ServerCapabilities).tasks?.list
+          ? forward(ctx, provider, upstream, method, {}).then(
+              (listed) => exposeTaskIds(listed, names, provider.sessionProviderId).tasks as unknown[],
+            )
+          : undefined,
       );
       return { tasks: lists.flat() };
     }
@@ -393,7 +417,7 @@ export async function sessionMcpServer(
       target.provider,
       target.upstream,
       method,
-      { ...forwardedParams(params, ctx.mcpReq), taskId: target.uri },
+      { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), taskId: target.uri },
       { untilDone: method === "tasks/result" },
     );
     return exposeTaskIds(
@@ -413,7 +437,11 @@ export async function sessionMcpServer(
     if (!only) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${request.method}`);
     const upstream = await gateway.upstreamFor(current.instanceId, only, downstream((ctx as ServerContext).mcpReq));
     const params = request.params
-      ? forwardedParams(request.params as Params, (ctx as ServerContext).mcpReq)
+      ? forwardedParams(
+          request.params as Params,
+          (ctx as ServerContext).mcpReq,
+          logLevelOf((ctx as ServerContext).mcpReq),
+        )
       : undefined;
     return forward(ctx as ServerContext, only, upstream, request.method, params) as never;
   };
@@ -457,6 +485,8 @@ export interface CallRequest {
   signal: AbortSignal;
   /** The request's `_meta` without the 2026-07-28 envelope (the progress token, trace context, the client's own). */
   _meta?: Params;
+  /** A 2026-07-28 request's envelope (its protocol version, client, capabilities and log level); none in 2025. */
+  envelope?: Params;
   notify(notification: Notification): Promise<void>;
   /** The `requestState` of a retry that answers an `input_required` round. */
   requestState(): unknown;
@@ -532,6 +562,7 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
             request: (embedded, signal) => continuation.ask(embedded, signal),
             notify: (notification) => {
               if (notification.method === "notifications/progress") return;
+              if (!logLevelAllows(requestLogLevel(live.req), notification)) return;
               void live.req.notify(notification).catch(() => undefined);
             },
           }),
@@ -543,7 +574,7 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
               .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
               .catch(() => undefined);
           },
-          params: forwardedParams(rest, req),
+          params: forwardedParams(rest, req, requestLogLevel(req)),
         },
       )
       .then(
@@ -612,9 +643,15 @@ function clientCapabilities(
  * sets itself (its envelope, a progress token of its own), and the answers of an `input_required` round (sent by a
  * 2026-07-28 client, or gathered from a 2025 client by the SDK's shim) with the upstream's `requestState`.
  */
-function forwardedParams(params: Params, req: Pick<CallRequest, "inputResponses" | "requestState">): Params {
+function forwardedParams(
+  params: Params,
+  req: Pick<CallRequest, "inputResponses" | "requestState">,
+  logLevel: LoggingLevel | null | undefined,
+): Params {
   const { _meta: meta, ...rest } = params as Params & { _meta?: Params };
   const kept = Object.fromEntries(Object.entries(meta ?? {}).filter(([key]) => !ENVELOPE_KEYS.has(key)));
+  // The level the client asked for: a 2026-07-28 upstream sends log messages only for requests that carry one.
+  if (logLevel) kept[LOG_LEVEL_META_KEY] = logLevel;
   const inputResponses = req.inputResponses ?? rest.inputResponses;
   const requestState = req.requestState() ?? rest.requestState;
   return {
@@ -638,6 +675,42 @@ function progressRelay(req: Pick<CallRequest, "_meta" | "notify">) {
   };
 }
 
+/** MCP's log levels, least severe first. */
+const LOG_LEVELS: readonly LoggingLevel[] = [
+  "debug",
+  "info",
+  "notice",
+  "warning",
+  "error",
+  "critical",
+  "alert",
+  "emergency",
+];
+
+/**
+ * The log messages a request's client wants: a 2026-07-28 request names its level in its envelope, and without one
+ * it wants none (null: the revision forbids sending it any); a 2025 client wants those at or above the level it
+ * set on its connection (`connectionLevel`), every one until it set one (undefined).
+ */
+function requestLogLevel(
+  req: Pick<CallRequest, "envelope">,
+  connectionLevel?: LoggingLevel,
+): LoggingLevel | null | undefined {
+  if (!req.envelope) return connectionLevel;
+  const level = req.envelope[LOG_LEVEL_META_KEY];
+  return LOG_LEVELS.includes(level as LoggingLevel) ? (level as LoggingLevel) : null;
+}
+
+/** Whether `notification` may reach a client that wants the log messages of `level` (see requestLogLevel). */
+function logLevelAllows(level: LoggingLevel | null | undefined, notification: Notification): boolean {
+  if (notification.method !== "notifications/message" || level === undefined) return true;
+  if (level === null) return false;
+  const severity = LOG_LEVELS.indexOf(
+    (notification.params as { level?: LoggingLevel } | undefined)?.level ?? "emergency",
+  );
+  return severity >= LOG_LEVELS.indexOf(level);
+}
+
 /**
  * How an upstream reaches this request's client while serving it: its server→client requests go to the client
  * when the client's connection can carry them (and declared the capability), its notifications go to the client
@@ -649,6 +722,7 @@ function relayTo(
   provider: GatewaySessionProvider,
   capabilities: ClientCapabilities | undefined,
   expose: (notification: Notification, provider: GatewaySessionProvider) => Promise<Notification>,
+  logLevel: LoggingLevel | null | undefined,
 ): UpstreamCaller {
   return {
     request: async (request, signal) => {
@@ -663,6 +737,7 @@ function relayTo(
     },
     notify: (notification: Notification) => {
       if (notification.method === "notifications/progress") return; // relayed through onprogress
+      if (!logLevelAllows(logLevel, notification)) return;
       void expose(notification, provider)
         .then((exposed) => req.notify(exposed))
         .catch(() => undefined);

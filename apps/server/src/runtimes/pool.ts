@@ -148,11 +148,14 @@ export class Upstream {
     return () => this.peers.delete(peer);
   }
 
-  /** The server's capabilities and instructions, connecting first if needed. */
-  async describe(timeoutMs: number): Promise<{ capabilities: ServerCapabilities; instructions?: string }> {
+  /** The server's capabilities and instructions, and whether it speaks 2026-07-28, connecting first if needed. */
+  async describe(
+    timeoutMs: number,
+  ): Promise<{ capabilities: ServerCapabilities; instructions?: string; modern: boolean }> {
     return this.run({ timeoutMs }, async (client) => ({
       capabilities: client.getServerCapabilities() ?? {},
       instructions: client.getInstructions(),
+      modern: client.getProtocolEra() === "modern",
     }));
   }
 

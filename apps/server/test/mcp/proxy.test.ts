@@ -3,7 +3,11 @@
  * (server-everything speaks 2025-11-25; the modern fixture 2026-07-28). Each test names the MCP behaviour it
  * checks; clients are the official SDKs (v1 for 2025, v2 pinned to 2026-07-28), never ours.
  */
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import {
+  LOG_LEVEL_META_KEY,
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+} from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -339,6 +343,38 @@ describe("logging", () => {
     await client.setLoggingLevel("debug");
     await client.callTool({ name: "toggle-simulated-logging", arguments: {} });
     await expect.poll(() => messages.length, { timeout: 15_000, interval: 200 }).toBeGreaterThan(0);
+  });
+
+  // MCP 2026-07-28: a request asks for log messages with `io.modelcontextprotocol/logLevel` in its `_meta`, and a
+  // server MUST NOT send notifications/message for a request that did not.
+  it("gives a 2026-07-28 request the log messages at or above its level, and none without one", async () => {
+    const client = await modernClient(onlyModern);
+    const messages: unknown[] = [];
+    client.setNotificationHandler("notifications/message", async (n) => {
+      messages.push(n.params.data);
+    });
+    const logs = (meta?: Record<string, unknown>) =>
+      client.callTool({ name: "logs", arguments: {}, ...(meta ? { _meta: meta } : {}) });
+    expect(firstText(await logs())).toBe("level: none");
+    expect(messages).toEqual([]);
+    // The level reaches the upstream with the request, and the gateway holds back what is below it.
+    expect(firstText(await logs({ [LOG_LEVEL_META_KEY]: "info" }))).toBe("level: info");
+    expect(messages).toEqual(["info line", "error line"]);
+  });
+
+  it("asks a 2026-07-28 upstream for a 2025 client's level with each request, and relays only what it wants", async () => {
+    const client = await legacyClient(onlyModern);
+    const messages: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => {
+      messages.push(n.params.data);
+    });
+    // Until the client sets a level, it gets every message (the 2025 rule); the upstream is asked for none.
+    expect(firstText(await client.callTool({ name: "logs", arguments: {} }))).toBe("level: none");
+    await expect.poll(() => messages.length).toBe(3);
+    messages.length = 0;
+    await client.setLoggingLevel("error");
+    expect(firstText(await client.callTool({ name: "logs", arguments: {} }))).toBe("level: error");
+    await expect.poll(() => messages).toEqual(["error line"]);
   });
 });
 

@@ -55,6 +55,27 @@ afterAll(async () => {
   await Promise.all([ours?.close(), down?.close(), t?.close()]);
 });
 
+describe("a provider that does not answer holds back no request of the others", () => {
+  it("answers logging/setLevel once the other providers did, as a listing does", async () => {
+    const stalling = await startTestUpstream({ setLevelDelayMs: 60_000 });
+    const provider = await remoteProvider(t.db, "stalling", stalling.url);
+    const both = await createSession(t.client, [
+      { provider_deployment: deploymentRef(oursDeploymentId) },
+      { provider_deployment: deploymentRef((await deployProvider(t.client, provider.providerId, "Stalling")).id) },
+    ]);
+    const client = await connectMcp(t, both);
+    try {
+      // Without the bound it waits for the upstream timeout (3 s here); with it, the list timeout (0.5 s).
+      const answered = client.setLoggingLevel("debug").then(() => "answered");
+      const waited = new Promise((resolve) => setTimeout(() => resolve("still waiting"), 2_000));
+      expect(await Promise.race([answered, waited])).toBe("answered");
+    } finally {
+      await client.close();
+      await stalling.close();
+    }
+  });
+});
+
 describe("upstream failures fail only the call they hit, and are recorded", () => {
   it("times out a slow call while other calls to the same upstream go on", async () => {
     const [slow, quick] = await Promise.all([

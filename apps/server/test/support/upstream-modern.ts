@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "@modelcontextprotocol/node";
-import { createMcpHandler, inputRequired, Server, type Tool } from "@modelcontextprotocol/server";
+import { createMcpHandler, inputRequired, LOG_LEVEL_META_KEY, Server, type Tool } from "@modelcontextprotocol/server";
 import express from "express";
 
 export interface ModernUpstream {
@@ -25,8 +25,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * An upstream of the current MCP revision (2026-07-28), built with the SDK v2 the way its documentation shows:
  * tools `shout`, `countdown` (progress every `stepMs` for `steps` steps), `confirm` (asks the client through an
  * `input_required` elicitation), `chatty` (announces a tool list change on the call's stream), `grow` (adds a tool and announces the list change on `subscriptions/listen`
- * streams), `touch` (announces an update of `memo://today`), a resource, a resource template, and a prompt whose
- * argument completes.
+ * streams), `touch` (announces an update of `memo://today`), `logs` (three log messages, whatever level the request
+ * asked for, and the level it asked for), a resource, a resource template, and a prompt whose argument completes.
  */
 export async function startModernUpstream(): Promise<ModernUpstream> {
   const state = { cancelled: 0 };
@@ -40,6 +40,7 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
           resources: { subscribe: true, listChanged: true },
           prompts: {},
           completions: {},
+          logging: {},
         },
         instructions: "Modern upstream: shouts and counts down.",
       },
@@ -59,6 +60,11 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
       { name: "grow", description: "Adds a tool.", inputSchema: { type: "object" } },
       { name: "touch", description: "Updates memo://today.", inputSchema: { type: "object" } },
       { name: "chatty", description: "Announces a tool list change while it runs.", inputSchema: { type: "object" } },
+      {
+        name: "logs",
+        description: "Logs at debug, info and error whatever level was asked, and answers the level it was asked.",
+        inputSchema: { type: "object" },
+      },
       ...grown,
     ];
     server.setRequestHandler("tools/list", async () => ({ tools }));
@@ -111,6 +117,14 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
         case "chatty":
           await ctx.mcpReq.notify({ method: "notifications/tools/list_changed" });
           return text("done");
+        case "logs": {
+          // Sent as they are (not through ctx.mcpReq.log, which honours the level): what the gateway must filter.
+          for (const level of ["debug", "info", "error"] as const) {
+            await ctx.mcpReq.notify({ method: "notifications/message", params: { level, data: `${level} line` } });
+          }
+          const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+          return text(`level: ${String(envelope?.[LOG_LEVEL_META_KEY] ?? "none")}`);
+        }
         default:
           if (grown.some((tool) => tool.name === request.params.name)) return text(`${request.params.name} ran`);
           return { ...text(`unknown tool ${request.params.name}`), isError: true };

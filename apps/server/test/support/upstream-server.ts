@@ -8,6 +8,7 @@ import {
   isInitializeRequest,
   ListToolsRequestSchema,
   McpError,
+  SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import express from "express";
 
@@ -32,16 +33,26 @@ const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
  * Our own upstream MCP server on 127.0.0.1 (stateful Streamable HTTP), with tools that exercise the gateway:
  * `echo` (collides with server-everything's), `whoami` (returns the Authorization header it received), `slow`
  * (answers after `ms`), `crash` (drops every connection mid-call), `fail` (a JSON-RPC error), `loose` and `malformed` (results with
- * members MCP does not define, and an invalid one) and a long name. `listDelayMs` makes its tools/list that slow.
+ * members MCP does not define, and an invalid one) and a long name; and logging. `listDelayMs` makes its tools/list
+ * that slow, `setLevelDelayMs` its logging/setLevel.
  */
-export async function startTestUpstream(options: { listDelayMs?: number } = {}): Promise<TestUpstream> {
+export async function startTestUpstream(
+  options: { listDelayMs?: number; setLevelDelayMs?: number } = {},
+): Promise<TestUpstream> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const state = { authorizations: [] as (string | undefined)[], initializations: 0 };
   const app = express();
   app.use(express.json());
 
   const mcpServer = () => {
-    const server = new Server({ name: "test-upstream", version: "1.0.0" }, { capabilities: { tools: {} } });
+    const server = new Server(
+      { name: "test-upstream", version: "1.0.0" },
+      { capabilities: { tools: {}, logging: {} } },
+    );
+    server.setRequestHandler(SetLevelRequestSchema, async () => {
+      await new Promise((resolve) => setTimeout(resolve, options.setLevelDelayMs ?? 0));
+      return {};
+    });
     server.setRequestHandler(ListToolsRequestSchema, async () => {
       await new Promise((resolve) => setTimeout(resolve, options.listDelayMs ?? 0));
       return {
