@@ -328,8 +328,9 @@ export interface SessionLane {
   /** The connection's tools/call, as its SDK handler serves it. */
   callOnConnection: (req: ConnectionRequest, params: Params) => Promise<Result>;
   /**
-   * The lane's calls under way on the connection, by JSON-RPC id: the SDK's transport does not know them, so the
-   * client's `notifications/cancelled` and the connection's end reach them here (see cancelSessionCalls).
+   * The requests under way on the connection, by JSON-RPC id (runningRequests.hold): the SDK's transport does not
+   * know the lane's calls, so the client's `notifications/cancelled` (see Cancellations) and the connection's end
+   * reach them here.
    */
   running: Map<string | number, AbortController>;
   /** What the client declared at initialize. */
@@ -392,20 +393,4 @@ export async function answerSessionCall(res: Response, call: SessionCall, lane: 
   }
   // A cancelled call gets no response: its stream just ends.
   answer.end(control.signal.aborted ? null : response);
-}
-
-/**
- * Cancels the session-lane calls a client's `notifications/cancelled` names (one message or a batch); the message
- * still goes to the SDK's transport, which answers it and cancels what it runs itself.
- */
-export function cancelSessionCalls(body: unknown, running: Map<string | number, AbortController>): void {
-  if (running.size === 0) return;
-  for (const message of Array.isArray(body) ? body : [body]) {
-    if (!isPlainObject(message) || message.method !== "notifications/cancelled" || !isPlainObject(message.params)) {
-      continue;
-    }
-    const { requestId, reason } = message.params;
-    if (typeof requestId !== "string" && typeof requestId !== "number") continue;
-    running.get(requestId)?.abort(new Error(typeof reason === "string" ? reason : "The client cancelled the request."));
-  }
 }

@@ -19,18 +19,12 @@ import { sendError, sendJson } from "../http/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { tracing } from "../observability/tracing.ts";
 import { gatewaySessionLoader } from "../resources/sessions/gateway-view.ts";
-import {
-  answerFastCall,
-  answerSessionCall,
-  cancelSessionCalls,
-  fastCallOf,
-  type SessionLane,
-  sessionCallOf,
-} from "./fast-call.ts";
+import { answerFastCall, answerSessionCall, fastCallOf, type SessionLane, sessionCallOf } from "./fast-call.ts";
 import { Gateway } from "./gateway.ts";
 import type { GatewaySession, LoadGatewaySession } from "./gateway-session.ts";
 import { SessionSubscriptions } from "./listen.ts";
 import { ReplayBuffer, replayLimit } from "./replay-buffer.ts";
+import { Cancellations, runningRequests } from "./running-requests.ts";
 import { type ServingContext, sessionMcpServer } from "./server.ts";
 
 const API_KEY_PREFIX = "tp_";
@@ -227,6 +221,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
   const checkOrigin = originGuard(deps.publicUrl);
   const connections = new LocalConnections();
   const stored = new StoredConnections(deps.db, (id) => connections.close(id));
+  const cancellations = new Cancellations(deps.db, deps.changes);
   const router = Router();
   const sessionIdOf = (req: Request) => String(req.params.sessionId);
   const metadataUrl = (sessionId: string) => `${deps.publicUrl}/.well-known/oauth-protected-resource/mcp/${sessionId}`;
@@ -292,16 +287,20 @@ export function mcpGatewayRouter(deps: AppDeps): {
     const session = await authorize(req, res);
     checkJsonDepth(req.body);
     const connectionId = req.headers["mcp-session-id"];
-    if (typeof connectionId === "string") stored.touch(connectionId);
+    if (typeof connectionId === "string") {
+      stored.touch(connectionId);
+      // The request it cancels may run on any replica (its client's requests land on any of them).
+      const body = req.body as { method?: unknown } | unknown[];
+      if (Array.isArray(body) || body?.method === "notifications/cancelled") {
+        await cancellations.announce(connectionId, body);
+      }
+    }
     const local = typeof connectionId === "string" ? connections.get(connectionId) : undefined;
     if (local && local.sessionId === session.id && local.transport instanceof NodeStreamableHTTPServerTransport) {
       const lane = local.lane;
       const call = lane && fastCalls() && !tracing() ? sessionCallOf(req, lane) : null;
       if (lane && call) await answerSessionCall(res, call, lane);
-      else {
-        if (lane) cancelSessionCalls(req.body, lane.running);
-        await local.transport.handleRequest(req, res, req.body);
-      }
+      else await local.transport.handleRequest(req, res, req.body);
     } else if (typeof connectionId === "string") {
       // Initialised on another replica: served here request by request, as the client declared at initialize.
       const stored = await loadConnection(connectionId, session.id);
@@ -475,12 +474,13 @@ export function mcpGatewayRouter(deps: AppDeps): {
       const { callOnConnection } = server;
       if (callOnConnection) {
         const clientCapabilities = () => server.getClientCapabilities();
-        lane = { connectionId, callOnConnection, running: new Map(), clientCapabilities };
+        lane = { connectionId, callOnConnection, running: runningRequests.hold(connectionId), clientCapabilities };
       }
       transport.onclose = () => {
         connections.delete(connectionId);
         // As the SDK's server does with the requests it runs, the lane's calls end with the connection.
         for (const call of lane?.running.values() ?? []) call.abort(new Error("The MCP session was closed."));
+        runningRequests.drop(connectionId);
         void server.close();
       };
       await server.connect(transport as Transport);

@@ -17,6 +17,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { Logger } from "pino";
+import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { isDatabaseUnavailable } from "../lib/db-errors.ts";
 import { TracedServer } from "../observability/tracing.ts";
 import {
@@ -40,6 +41,7 @@ import {
 } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
+import { runningRequests } from "./running-requests.ts";
 
 type Params = Record<string, unknown>;
 
@@ -86,6 +88,11 @@ export class GatewayServer extends TracedServer {
    * (fast-call.ts) calls without the SDK's transport and dispatch. Set on servers of connections (canRequest).
    */
   callOnConnection?: (req: ConnectionRequest, params: Params) => Promise<Result>;
+  /**
+   * The 2025-era connection (`Mcp-Session-Id`) this server serves requests of, held here or elsewhere: each request
+   * runs registered in runningRequests, so that its client's `notifications/cancelled` reaches it from any replica.
+   */
+  connectionId: string | null = null;
 
   protected override _wrapHandler(
     method: string,
@@ -98,8 +105,18 @@ export class GatewayServer extends TracedServer {
         ? (request: JSONRPCRequest, ctx: ServerContext) =>
             request.params?.task === undefined ? wrapped(request, ctx) : handler(request, ctx)
         : wrapped;
+    const registered = (request: JSONRPCRequest, ctx: ServerContext) => {
+      const connectionId = this.connectionId;
+      if (connectionId === null) return serve(request, ctx);
+      const { controller, unlink } = linkedAbortController(ctx.mcpReq.signal);
+      const release = runningRequests.add(connectionId, ctx.mcpReq.id, controller);
+      return serve(request, { ...ctx, mcpReq: { ...ctx.mcpReq, signal: controller.signal } }).finally(() => {
+        unlink();
+        release();
+      });
+    };
     return (request, ctx) =>
-      serve(request, ctx).catch((error: unknown) => {
+      registered(request, ctx).catch((error: unknown) => {
         throw protocolErrorOf(error);
       });
   }
@@ -148,6 +165,7 @@ export async function sessionMcpServer(
     },
     instructions: mergedInstructions(described),
   });
+  server.connectionId = serving.connectionId;
 
   // On a connection (2025 session, SSE stream) what upstreams send outside any request is relayed to the client:
   // list changes, updates of resources it subscribed to, log messages.

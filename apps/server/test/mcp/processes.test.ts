@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import { type DatabaseHandle, openDatabase } from "../../src/db/database.ts";
 import { type ServerProcess, startServerProcess } from "../support/server-process.ts";
-import { firstText } from "./gateway-fixtures.ts";
+import { startEverythingHttp } from "../support/upstream-everything.ts";
+import { firstText, remoteProvider } from "./gateway-fixtures.ts";
 
 /**
  * The real proof of the Scale requirement: two `main.ts` server processes over one PostgreSQL database serve one
@@ -117,6 +118,60 @@ describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", 
     // The session deleted through A: B answers 404.
     expect((await api(a.url, "DELETE", `/sessions/${session.id}`)).status).toBeLessThan(300);
     await expect.poll(toolsViaB, { timeout: 5_000 }).toBe(404);
+  });
+
+  it("cancel a call that runs in one process when its client's notifications/cancelled reaches the other", async () => {
+    const [a, b] = servers;
+    if (!a || !b) throw new Error("servers not started");
+    const upstream = await startEverythingHttp();
+    try {
+      const provider = await remoteProvider(database.db, "everything-remote", upstream.url);
+      const api = async (path: string, body?: unknown) => {
+        const res = await fetch(`${a.url}${path}`, {
+          method: body ? "POST" : "GET",
+          headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        });
+        return (await res.json()) as Record<string, unknown> & { id: string; secret: string };
+      };
+      const deployment = await api("/provider-deployments", { name: "Remote", provider_id: provider.providerId });
+      const session = await api("/sessions", {
+        providers: { provider_deployment: { type: "reference", provider_deployment_id: deployment.id } },
+      });
+      // The MCP session opens on A (A holds it); its tools/calls go to B, everything else to A.
+      const routed: typeof fetch = (input, init) => {
+        const url = new URL(input instanceof Request ? input.url : String(input));
+        const target = String(init?.body ?? "").includes('"tools/call"') ? b.url : a.url;
+        return fetch(new URL(url.pathname + url.search, target), init);
+      };
+      const client = new Client({ name: "cancelling", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`/mcp/${session.id}`, a.url), {
+          requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+          fetch: routed,
+        }),
+      );
+      const abort = new AbortController();
+      let progressed: () => void = () => undefined;
+      const running = new Promise<void>((resolve) => (progressed = resolve));
+      const call = client.callTool(
+        { name: "trigger-long-running-operation", arguments: { duration: 30, steps: 30 } },
+        undefined,
+        { signal: abort.signal, onprogress: () => progressed(), timeout: 60_000 },
+      );
+      await running;
+      abort.abort("changed my mind");
+      await expect(call).rejects.toThrow();
+      // B stops the call and records it cancelled long before its 30 s are up.
+      const latest = async () => {
+        const calls = (await api(`/sessions/${session.id}/tool-calls`)) as unknown as { items: { status: string }[] };
+        return calls.items[0]?.status;
+      };
+      await expect.poll(latest, { timeout: 10_000, interval: 200 }).toBe("cancelled");
+      await client.close();
+    } finally {
+      await upstream.close();
+    }
   });
 
   it("serve one session alternately, and stop their upstream children on SIGTERM", async () => {
