@@ -18,12 +18,12 @@ import type { UpstreamTarget } from "../runtimes/connect.ts";
 import { HEADER_MISMATCH, mcpParamMismatch } from "../runtimes/param-headers.ts";
 import {
   type ListMethod,
-  relayedCapabilities,
   type Upstream,
   type UpstreamCaller,
   UpstreamFailure,
   type UpstreamPool,
   upstreamCaller,
+  upstreamCapabilities,
   upstreamMaxMs,
   upstreams,
   upstreamTimeoutMs,
@@ -723,7 +723,7 @@ export class Gateway {
       }
     }
     const target: UpstreamTarget = { runtime, ...applied, headers };
-    const capabilities = relayedCapabilities(downstream.capabilities);
+    const capabilities = upstreamCapabilities(downstream.capabilities);
     const owner = capabilities.roots ? (downstream.connectionId ?? null) : null;
     const upstream = this.pool.get(provider.sessionProviderId, target, capabilities, owner);
     labelUpstream(upstream, provider.providerSlug);

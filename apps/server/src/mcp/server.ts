@@ -153,7 +153,9 @@ export async function sessionMcpServer(
   // What the client learns at initialize or server/discover: the upstreams' instructions, and tasks where they
   // offer them (requests built for other methods need neither).
   const described = options.instructions ? await gateway.describe(await session()) : [];
-  const tasks = mergedTasks(described.map((d) => (d.capabilities as ServerCapabilities).tasks));
+  const merged = (capability: "tasks" | "extensions" | "experimental") =>
+    mergedCapability(described.map((d) => (d.capabilities as Params)[capability] as Params | undefined));
+  const [tasks, extensions, experimental] = [merged("tasks"), merged("extensions"), merged("experimental")];
   const server = new GatewayServer(GATEWAY_INFO, {
     capabilities: {
       tools: { listChanged: true },
@@ -162,7 +164,9 @@ export async function sessionMcpServer(
       completions: {},
       logging: {},
       ...(tasks ? { tasks } : {}),
-    },
+      ...(extensions ? { extensions } : {}),
+      ...(experimental ? { experimental } : {}),
+    } as ServerCapabilities,
     instructions: mergedInstructions(described),
   });
   server.connectionId = serving.connectionId;
@@ -780,8 +784,12 @@ function mergedInstructions(described: Described[]): string {
   return [BASE_INSTRUCTIONS, ...parts].join("\n\n");
 }
 
-/** The session's `tasks` capability: whatever any upstream offers (each task is routed to its own upstream). */
-function mergedTasks(offered: (ServerCapabilities["tasks"] | undefined)[]): ServerCapabilities["tasks"] | undefined {
+/**
+ * A capability of the session made of its upstreams': whatever any of them offers, merged member by member. For
+ * `tasks` (each task is routed to its own upstream), `extensions` and `experimental` (their requests and `_meta`
+ * pass through as the upstream sent them).
+ */
+function mergedCapability(offered: (Params | undefined)[]): Params | undefined {
   const merge = (into: Params, from: Params) => {
     for (const [key, value] of Object.entries(from)) {
       if (value && typeof value === "object" && !Array.isArray(value)) {
@@ -790,8 +798,8 @@ function mergedTasks(offered: (ServerCapabilities["tasks"] | undefined)[]): Serv
     }
     return into;
   };
-  const present = offered.filter((tasks): tasks is NonNullable<typeof tasks> => !!tasks);
-  return present.length > 0 ? (present.reduce((all, tasks) => merge(all, tasks as Params), {}) as never) : undefined;
+  const present = offered.filter((offer): offer is Params => !!offer);
+  return present.length > 0 ? present.reduce((all, offer) => merge(all, offer), {}) : undefined;
 }
 
 /**

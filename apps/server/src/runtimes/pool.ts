@@ -529,7 +529,21 @@ function classify(error: unknown, options: UpstreamRequestOptions, hardLimitReac
   return new UpstreamFailure("upstream_unavailable", `The upstream MCP server ${detail} during the request.`);
 }
 
-/** Which of the relayed client capabilities a client declared: part of an upstream connection's identity. */
+/**
+ * What the upstream connection declares for a client: the relayed capabilities it declared, and its `extensions`
+ * and `experimental` ones (an upstream may offer more to a client that supports an extension, such as MCP Apps'
+ * UI). Part of an upstream connection's identity.
+ */
+export function upstreamCapabilities(capabilities: ClientCapabilities | undefined): ClientCapabilities {
+  const { extensions, experimental } = (capabilities ?? {}) as Record<string, unknown>;
+  return {
+    ...relayedCapabilities(capabilities),
+    ...(extensions ? { extensions } : {}),
+    ...(experimental ? { experimental } : {}),
+  } as ClientCapabilities;
+}
+
+/** Which of the relayed client capabilities a client declared (those the upstream may ask it to use). */
 export function relayedCapabilities(capabilities: ClientCapabilities | undefined): ClientCapabilities {
   const relayed: ClientCapabilities = {};
   for (const capability of Object.values(RELAYED_REQUESTS)) {

@@ -116,6 +116,19 @@ describe("both eras on one URL", () => {
     }
   });
 
+  it("declares a client's extensions upstream, and the upstreams' extensions to the client", async () => {
+    const ui = { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } };
+    const now = await modernClient(onlyModern, { extensions: ui });
+    expect(now.getServerCapabilities()?.extensions).toEqual({ "io.toolplane.test/widgets": { version: 1 } });
+    const declared = JSON.parse(firstText(await now.callTool({ name: "capabilities", arguments: {} })));
+    expect(declared).toMatchObject({ extensions: ui });
+    const old = await legacyClient(onlyModern, { experimental: { "toolplane.test": {} } });
+    expect(old.getServerCapabilities()?.extensions).toEqual({ "io.toolplane.test/widgets": { version: 1 } });
+    expect(JSON.parse(firstText(await old.callTool({ name: "capabilities", arguments: {} })))).toMatchObject({
+      experimental: { "toolplane.test": {} },
+    });
+  });
+
   it("answers server/discover with the merged instructions of the upstreams", async () => {
     const now = await modernClient(onlyModern);
     expect(now.getInstructions()).toContain("Modern upstream: shouts and counts down.");

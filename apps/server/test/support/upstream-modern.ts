@@ -26,7 +26,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * tools `shout`, `countdown` (progress every `stepMs` for `steps` steps), `confirm` (asks the client through an
  * `input_required` elicitation), `chatty` (announces a tool list change on the call's stream), `grow` (adds a tool and announces the list change on `subscriptions/listen`
  * streams), `touch` (announces an update of `memo://today`), `logs` (three log messages, whatever level the request
- * asked for, and the level it asked for), a resource, a resource template, and a prompt whose argument completes.
+ * asked for, and the level it asked for), `capabilities` (the client capabilities of the request), an extension, a resource, a resource template, and a prompt whose argument completes.
  */
 export async function startModernUpstream(): Promise<ModernUpstream> {
   const state = { cancelled: 0 };
@@ -41,6 +41,7 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
           prompts: {},
           completions: {},
           logging: {},
+          extensions: { "io.toolplane.test/widgets": { version: 1 } },
         },
         instructions: "Modern upstream: shouts and counts down.",
       },
@@ -60,6 +61,11 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
       { name: "grow", description: "Adds a tool.", inputSchema: { type: "object" } },
       { name: "touch", description: "Updates memo://today.", inputSchema: { type: "object" } },
       { name: "chatty", description: "Announces a tool list change while it runs.", inputSchema: { type: "object" } },
+      {
+        name: "capabilities",
+        description: "Answers the client capabilities the request declared.",
+        inputSchema: { type: "object" },
+      },
       {
         name: "logs",
         description: "Logs at debug, info and error whatever level was asked, and answers the level it was asked.",
@@ -117,6 +123,10 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
         case "chatty":
           await ctx.mcpReq.notify({ method: "notifications/tools/list_changed" });
           return text("done");
+        case "capabilities": {
+          const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+          return text(JSON.stringify(envelope?.["io.modelcontextprotocol/clientCapabilities"] ?? null));
+        }
         case "logs": {
           // Sent as they are (not through ctx.mcpReq.log, which honours the level): what the gateway must filter.
           for (const level of ["debug", "info", "error"] as const) {
