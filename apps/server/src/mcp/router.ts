@@ -287,16 +287,13 @@ export function mcpGatewayRouter(deps: AppDeps): {
     const session = await authorize(req, res);
     checkJsonDepth(req.body);
     const connectionId = req.headers["mcp-session-id"];
-    if (typeof connectionId === "string") {
-      stored.touch(connectionId);
-      // The request it cancels may run on any replica (its client's requests land on any of them).
-      const body = req.body as { method?: unknown } | unknown[];
-      if (Array.isArray(body) || body?.method === "notifications/cancelled") {
-        await cancellations.announce(connectionId, body);
-      }
-    }
+    if (typeof connectionId === "string") stored.touch(connectionId);
+    // A cancellation of a connection of this session: the request it names may run on any replica (its client's
+    // requests land on any of them). Announced once the connection is known to be the session's.
+    const cancelling = Array.isArray(req.body) || req.body?.method === "notifications/cancelled";
     const local = typeof connectionId === "string" ? connections.get(connectionId) : undefined;
     if (local && local.sessionId === session.id && local.transport instanceof NodeStreamableHTTPServerTransport) {
+      if (cancelling) await announceCancellation(req, String(connectionId));
       const lane = local.lane;
       const call = lane && fastCalls() && !tracing() ? sessionCallOf(req, lane) : null;
       if (lane && call) await answerSessionCall(res, call, lane);
@@ -305,6 +302,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
       // Initialised on another replica: served here request by request, as the client declared at initialize.
       const stored = await loadConnection(connectionId, session.id);
       if (!stored) return sessionNotFound(res);
+      if (cancelling) await announceCancellation(req, connectionId);
       await servePerRequest(req, res, session, servingFor(req, connectionId, false, stored.client_capabilities));
     } else if (
       // The method is checked first: the schema check of every request was ~1.4 % of a 2026-07-28 call's CPU.
@@ -319,6 +317,12 @@ export function mcpGatewayRouter(deps: AppDeps): {
       await servePerRequest(req, res, session, serving);
     }
     touched(session, 1);
+  }
+  /** Cancels what the request's `notifications/cancelled` names, here and on the other processes (see Cancellations). */
+  async function announceCancellation(req: Request, connectionId: string) {
+    await cancellations.announce(connectionId, req.body).catch((error: unknown) => {
+      req.log.warn({ err: error }, "a cancellation did not reach the other server processes");
+    });
   }
   // GET opens the stream of a 2025-era MCP session, DELETE ends it; both go to the process that holds it.
   router.get("/mcp/:sessionId", async (req, res) => {

@@ -145,12 +145,11 @@ describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", 
         return fetch(new URL(url.pathname + url.search, target), init);
       };
       const client = new Client({ name: "cancelling", version: "1.0.0" });
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(`/mcp/${session.id}`, a.url), {
-          requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
-          fetch: routed,
-        }),
-      );
+      const transport = new StreamableHTTPClientTransport(new URL(`/mcp/${session.id}`, a.url), {
+        requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+        fetch: routed,
+      });
+      await client.connect(transport);
       const abort = new AbortController();
       let progressed: () => void = () => undefined;
       const running = new Promise<void>((resolve) => (progressed = resolve));
@@ -160,13 +159,35 @@ describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", 
         { signal: abort.signal, onprogress: () => progressed(), timeout: 60_000 },
       );
       await running;
-      abort.abort("changed my mind");
-      await expect(call).rejects.toThrow();
-      // B stops the call and records it cancelled long before its 30 s are up.
       const latest = async () => {
         const calls = (await api(`/sessions/${session.id}/tool-calls`)) as unknown as { items: { status: string }[] };
         return calls.items[0]?.status;
       };
+      // Another session cannot cancel it, even knowing its connection's id: that connection is not its own.
+      const other = await api("/sessions", {
+        providers: { provider_deployment: { type: "reference", provider_deployment_id: deployment.id } },
+      });
+      const forged = Array.from({ length: 10 }, (_, requestId) => ({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId, reason: "forged" },
+      }));
+      const refused = await fetch(`${b.url}/mcp/${other.id}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${other.secret}`,
+          "mcp-session-id": transport.sessionId ?? "",
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify(forged),
+      });
+      expect(refused.status).toBe(404);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await latest()).toBe("waiting_for_response");
+      abort.abort("changed my mind");
+      await expect(call).rejects.toThrow();
+      // B stops the call and records it cancelled long before its 30 s are up.
       await expect.poll(latest, { timeout: 10_000, interval: 200 }).toBe("cancelled");
       await client.close();
     } finally {
