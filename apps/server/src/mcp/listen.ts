@@ -8,7 +8,7 @@ import {
 } from "@modelcontextprotocol/server";
 import type { Request, Response } from "express";
 import type { Upstream } from "../runtimes/pool.ts";
-import type { Gateway } from "./gateway.ts";
+import { FirstAnswer, type Gateway } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 
 /** The change events an upstream notification becomes on a session's listen streams. */
@@ -111,21 +111,35 @@ export class SessionSubscriptions {
     };
   }
 
-  /** Subscribes the upstreams to the resources a listen request names; the returned function ends it. */
+  /**
+   * Subscribes the upstreams to the resources a listen request names; the returned function ends it. The stream
+   * waits on each upstream as a listing does: one that has not subscribed the list timeout after another did is
+   * left to finish meanwhile (its updates flow once it has), so a hung upstream holds back no stream.
+   */
   private async subscribeResources(session: GatewaySession, uris: string[]): Promise<() => void> {
     const held: { upstream: Upstream; uri: string }[] = [];
+    let ended = false;
+    const unsubscribe = ({ upstream, uri }: { upstream: Upstream; uri: string }) =>
+      void upstream.unsubscribe(uri, this.gateway.timeoutMs).catch(() => {});
+    const race = new FirstAnswer();
+    const late = "the stream is served without it until it has.";
     await Promise.all(
       uris.map(async (uri) => {
-        const target = await this.gateway.locateUri(session, uri).catch(() => null);
-        if (!target) return;
-        await target.upstream.subscribe(target.uri, this.gateway.timeoutMs).then(
-          () => held.push(target),
-          (error: unknown) => this.onerror(error instanceof Error ? error : new Error(String(error))),
-        );
+        const subscribing = this.gateway.locateUri(session, uri).then(async (target) => {
+          if (!target) return;
+          await target.upstream.subscribe(target.uri, this.gateway.timeoutMs);
+          // A stream that ended while this upstream was still subscribing does not keep the subscription.
+          if (ended) unsubscribe(target);
+          else held.push(target);
+        });
+        await race.bound(subscribing, this.gateway.listMs, undefined, late).catch((error: unknown) => {
+          this.onerror(error instanceof Error ? error : new Error(String(error)));
+        });
       }),
     );
     return () => {
-      for (const { upstream, uri } of held) void upstream.unsubscribe(uri, this.gateway.timeoutMs).catch(() => {});
+      ended = true;
+      for (const target of held.splice(0)) unsubscribe(target);
     };
   }
 }

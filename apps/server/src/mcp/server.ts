@@ -23,6 +23,7 @@ import { TracedServer } from "../observability/tracing.ts";
 import {
   LISTS,
   type ListMethod,
+  LOG_LEVELS,
   RELAYED_REQUESTS,
   type Upstream,
   type UpstreamCaller,
@@ -221,6 +222,10 @@ export async function sessionMcpServer(
   server.onclose = () => {
     for (const stop of watched.values()) stop();
     watched.clear();
+    for (const upstream of leveled) {
+      void upstream.setLogLevel(logClient, null, gateway.timeoutMs).catch(() => undefined);
+    }
+    leveled.clear();
     for (const { upstream, uri } of subscriptions.values()) {
       void upstream.unsubscribe(uri, gateway.timeoutMs).catch(() => undefined);
     }
@@ -229,6 +234,12 @@ export async function sessionMcpServer(
 
   /** The level a 2025 client of this connection set with logging/setLevel (it gets every message until then). */
   let clientLogLevel: LoggingLevel | undefined;
+  /**
+   * The upstreams this connection gave a log level: it is withdrawn when the connection ends. A request served
+   * without the connection (one held by another replica, or none) gives its level once, untracked.
+   */
+  const leveled = new Set<Upstream>();
+  const logClient = serving.canRequest ? serving.connectionId : null;
   /** The log messages a request's client wants: see requestLogLevel. */
   const logLevelOf = (req: CallRequest) => requestLogLevel(req, clientLogLevel);
 
@@ -400,11 +411,11 @@ export async function sessionMcpServer(
     const current = await session();
     const described = await gateway.describe(current, downstream(ctx.mcpReq));
     // A 2026-07-28 upstream has no logging/setLevel: it gets the level with each request (see forwardedParams).
-    await everyUpstream("logging/setLevel", described, ({ provider, upstream, capabilities, modern }) =>
-      upstream && capabilities.logging && !modern
-        ? gateway.forward(provider, upstream, "logging/setLevel", { level: request.params.level })
-        : undefined,
-    );
+    await everyUpstream("logging/setLevel", described, ({ upstream, capabilities, modern }) => {
+      if (!upstream || !capabilities.logging || modern) return undefined;
+      leveled.add(upstream);
+      return upstream.setLogLevel(logClient, request.params.level, gateway.timeoutMs);
+    });
     return {};
   }) as never);
 
@@ -696,18 +707,6 @@ function progressRelay(req: Pick<CallRequest, "_meta" | "notify">) {
     },
   };
 }
-
-/** MCP's log levels, least severe first. */
-const LOG_LEVELS: readonly LoggingLevel[] = [
-  "debug",
-  "info",
-  "notice",
-  "warning",
-  "error",
-  "critical",
-  "alert",
-  "emergency",
-];
 
 /**
  * The log messages a request's client wants: a 2026-07-28 request names its level in its envelope, and without one

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import {
   type Client,
   type ClientCapabilities,
+  type LoggingLevel,
   type McpSubscription,
   type Notification,
   type Progress,
@@ -128,6 +129,9 @@ export class Upstream {
   /** A 2026-07-28 upstream's `subscriptions/listen` stream (list changes, updates of the subscribed resources). */
   private subscription: McpSubscription | null = null;
   private relistening: Promise<void> = Promise.resolve();
+  /** The log level each client connection asked of this (2025) upstream, and the level the upstream was given. */
+  private readonly logLevels = new Map<string, LoggingLevel>();
+  private sentLogLevel: LoggingLevel | undefined;
 
   constructor(
     private readonly target: UpstreamTarget,
@@ -204,6 +208,28 @@ export class Upstream {
         }
       }
       return client.request({ method, params }, anyResult, { ...requestOptions, headers, allowInputRequired: true });
+    });
+  }
+
+  /**
+   * Sets the log level a client connection (`client`; null: a request without one) wants of this 2025 upstream, or
+   * forgets it (`level` null). A 2025 server has one level per MCP session, shared by every client of this
+   * connection: it is given the most verbose level any of them wants (each client gets only what it asked for: the
+   * gateway filters what it relays), and given it again when it reconnects.
+   */
+  async setLogLevel(client: string | null, level: LoggingLevel | null, timeoutMs: number): Promise<void> {
+    if (client !== null) {
+      if (level) this.logLevels.set(client, level);
+      else this.logLevels.delete(client);
+    }
+    const wanted = mostVerbose([...this.logLevels.values(), ...(client === null && level ? [level] : [])]);
+    if (!wanted || wanted === this.sentLogLevel) return;
+    this.sentLogLevel = wanted;
+    await this.run({ timeoutMs }, (c, options) =>
+      c.request({ method: "logging/setLevel", params: { level: wanted } }, anyResult, options),
+    ).catch((error: unknown) => {
+      if (this.sentLogLevel === wanted) this.sentLogLevel = undefined;
+      throw error;
     });
   }
 
@@ -417,12 +443,21 @@ export class Upstream {
           .request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs })
           .catch(() => undefined);
       }
+      // A new MCP session starts at the server's default level: it is given the one its clients asked for.
+      const level = mostVerbose(this.logLevels.values());
+      if (level) {
+        this.sentLogLevel = level;
+        void client
+          .request({ method: "logging/setLevel", params: { level } }, anyResult, { timeout: timeoutMs })
+          .catch(() => undefined);
+      }
     }
     return client;
   }
 
   private reset(): void {
     upstreamConnection(this, false);
+    this.sentLogLevel = undefined;
     this.generation++;
     this.client = null;
     this.lists.clear();
@@ -430,6 +465,25 @@ export class Upstream {
     void this.subscription?.close().catch(() => undefined);
     this.subscription = null;
   }
+}
+
+/** MCP's log levels, most verbose first. */
+export const LOG_LEVELS: readonly LoggingLevel[] = [
+  "debug",
+  "info",
+  "notice",
+  "warning",
+  "error",
+  "critical",
+  "alert",
+  "emergency",
+];
+
+/** The most verbose of `levels`, or undefined when there is none. */
+function mostVerbose(levels: Iterable<LoggingLevel>): LoggingLevel | undefined {
+  let most: LoggingLevel | undefined;
+  for (const level of levels) if (!most || LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(most)) most = level;
+  return most;
 }
 
 /** The name the gateway's upstream clients give (`clientInfo`). */

@@ -1,11 +1,14 @@
 import { once } from "node:events";
 import { type AddressInfo, createServer, type Socket } from "node:net";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callsInFlight } from "../../src/mcp/gateway.ts";
 import { UpstreamPool, upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import { startTestServer } from "../support/server.ts";
+import { startModernUpstream } from "../support/upstream-modern.ts";
 import { startTestUpstream, type TestUpstream } from "../support/upstream-server.ts";
 import {
   type CreatedSession,
@@ -13,6 +16,7 @@ import {
   createSession,
   deploymentRef,
   deployProvider,
+  endpointOf,
   firstText,
   remoteProvider,
 } from "./gateway-fixtures.ts";
@@ -72,6 +76,69 @@ describe("a provider that does not answer holds back no request of the others", 
     } finally {
       await client.close();
       await stalling.close();
+    }
+  });
+
+  it("gives an upstream two clients share the most verbose level either asked for, and each only its own", async () => {
+    const shared = await startTestUpstream();
+    const provider = await remoteProvider(t.db, "shared-logs", shared.url);
+    const one = await createSession(t.client, [
+      { provider_deployment: deploymentRef((await deployProvider(t.client, provider.providerId, "Shared")).id) },
+    ]);
+    const [verbose, quiet] = [await connectMcp(t, one), await connectMcp(t, one)];
+    try {
+      await verbose.setLoggingLevel("debug");
+      await quiet.setLoggingLevel("error");
+      // The upstream connection is shared: the second client's level would silence the first one's debug lines.
+      expect(shared.logLevels).toEqual(["debug"]);
+      await (verbose.transport as StreamableHTTPClientTransport | undefined)?.terminateSession();
+      await verbose.close();
+      // Once the verbose client is gone, the upstream is asked for what the remaining one wants.
+      await expect.poll(() => shared.logLevels).toEqual(["debug", "error"]);
+    } finally {
+      await quiet.close();
+      await shared.close();
+    }
+  });
+
+  it("opens a subscriptions/listen stream once the other providers subscribed its resources", async () => {
+    const sockets = new Set<Socket>();
+    const hung = createServer((socket) => sockets.add(socket)).listen(0, "127.0.0.1");
+    await once(hung, "listening");
+    const modern = await startModernUpstream();
+    const client = new ModernClient(
+      { name: "listening", version: "1.0.0" },
+      { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+    );
+    try {
+      const hungUrl = `http://127.0.0.1:${(hung.address() as AddressInfo).port}/mcp`;
+      const [hungProvider, modernProvider] = await Promise.all([
+        remoteProvider(t.db, "hung-listen", hungUrl),
+        remoteProvider(t.db, "modern-listen", modern.url),
+      ]);
+      const both = await createSession(t.client, [
+        { provider_deployment: deploymentRef((await deployProvider(t.client, hungProvider.providerId, "H")).id) },
+        { provider_deployment: deploymentRef((await deployProvider(t.client, modernProvider.providerId, "M")).id) },
+      ]);
+      await client.connect(
+        new ModernTransport(endpointOf(t, both), {
+          requestInit: { headers: { Authorization: `Bearer ${both.secret}` } },
+        }),
+      );
+      // Without the bound the stream waits for the upstream timeout (3 s here); with it, the list timeout (0.5 s).
+      const opened = client
+        .listen({ resourceSubscriptions: ["modern-listen+memo://today", "hung-listen+memo://today"] })
+        .then(async (subscription) => {
+          await subscription.close();
+          return "opened";
+        });
+      const waited = new Promise((resolve) => setTimeout(() => resolve("still waiting"), 2_000));
+      expect(await Promise.race([opened, waited])).toBe("opened");
+    } finally {
+      await client.close();
+      for (const socket of sockets) socket.destroy();
+      hung.close();
+      await modern.close();
     }
   });
 });

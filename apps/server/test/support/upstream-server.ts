@@ -22,6 +22,8 @@ export interface TestUpstream {
   authorizations: (string | undefined)[];
   /** How many MCP sessions clients initialised. */
   initializations: number;
+  /** The levels of the logging/setLevel requests received, in order. */
+  logLevels: string[];
   /** Forgets every MCP session, as a restarted server would: requests with an old session id get a 404. */
   forgetSessions(): void;
   close(): Promise<void>;
@@ -40,7 +42,7 @@ export async function startTestUpstream(
   options: { listDelayMs?: number; setLevelDelayMs?: number } = {},
 ): Promise<TestUpstream> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
-  const state = { authorizations: [] as (string | undefined)[], initializations: 0 };
+  const state = { authorizations: [] as (string | undefined)[], initializations: 0, logLevels: [] as string[] };
   const app = express();
   app.use(express.json());
 
@@ -49,8 +51,9 @@ export async function startTestUpstream(
       { name: "test-upstream", version: "1.0.0" },
       { capabilities: { tools: {}, logging: {} } },
     );
-    server.setRequestHandler(SetLevelRequestSchema, async () => {
+    server.setRequestHandler(SetLevelRequestSchema, async (request) => {
       await new Promise((resolve) => setTimeout(resolve, options.setLevelDelayMs ?? 0));
+      state.logLevels.push(request.params.level);
       return {};
     });
     server.setRequestHandler(ListToolsRequestSchema, async () => {
@@ -146,6 +149,7 @@ export async function startTestUpstream(
     get initializations() {
       return state.initializations;
     },
+    logLevels: state.logLevels,
     forgetSessions: () => transports.clear(),
     close: async () => {
       await Promise.all([...transports.values()].map((t) => t.close()));
