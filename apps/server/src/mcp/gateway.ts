@@ -399,7 +399,9 @@ export class Gateway {
                 member === "name"
                   ? names.key(provider.sessionProviderId, own)
                   : names.uri(provider.sessionProviderId, own);
-              return { item: { ...item, [member]: exposed }, provider, name: own };
+              const listed = { ...item, [member]: exposed };
+              const appUri = (uri: string) => names.uri(provider.sessionProviderId, uri);
+              return { item: method === "tools/list" ? withAppUri(listed, appUri) : listed, provider, name: own };
             });
         } catch (error) {
           failures.push({ provider, error: asFailure(error) });
@@ -774,6 +776,21 @@ function finishedInsertText(rows: number): string {
 /** A record's columns as Kysely inserts them (JSON columns take JSON text). */
 function asInsert(record: CallRecord) {
   return { ...record, transport: record.transport as CallOrigin["transport"] } as Insertable<ToolCallsTable>;
+}
+
+/**
+ * A tool whose MCP Apps UI resource (`_meta.ui.resourceUri`, or the older `_meta["ui/resourceUri"]`) is made
+ * session-wide like every resource URI, so that the client reads it through the session.
+ */
+function withAppUri(tool: Item, expose: (uri: string) => string): Item {
+  const meta = tool._meta as Item | undefined;
+  if (!meta) return tool;
+  const ui = meta.ui as Item | undefined;
+  const nested = typeof ui?.resourceUri === "string" ? { ui: { ...ui, resourceUri: expose(ui.resourceUri) } } : {};
+  const legacy = meta["ui/resourceUri"];
+  const flat = typeof legacy === "string" ? { "ui/resourceUri": expose(legacy) } : {};
+  if (!("ui" in nested) && !("ui/resourceUri" in flat)) return tool;
+  return { ...tool, _meta: { ...meta, ...nested, ...flat } };
 }
 
 /** `tool_filters.tool_keys`: a tool is exposed when its key or its upstream name is listed (or no filter is set). */

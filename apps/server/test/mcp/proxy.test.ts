@@ -391,6 +391,24 @@ describe("logging", () => {
   });
 });
 
+describe("MCP Apps", () => {
+  it("makes a tool's UI resource URI session-wide, so the client reads it through the session", async () => {
+    const client = await modernClient(mixed);
+    const widget = (await client.listTools()).tools.find((tool) => tool.name === "modern_widget");
+    const meta = widget?._meta as { ui?: { resourceUri?: string }; "ui/resourceUri"?: string } | undefined;
+    expect(meta?.ui?.resourceUri).toBe("modern+ui://widget/app.html");
+    expect(meta?.["ui/resourceUri"]).toBe("modern+ui://widget/app.html");
+    const read = await client.readResource({ uri: meta?.ui?.resourceUri ?? "" });
+    expect(read.contents[0]).toMatchObject({
+      uri: "modern+ui://widget/app.html",
+      text: "memo for ui://widget/app.html",
+    });
+    // With one provider the session is transparent: the upstream's own URI.
+    const alone = (await (await modernClient(onlyModern)).listTools()).tools.find((tool) => tool.name === "widget");
+    expect((alone?._meta as { ui?: { resourceUri?: string } }).ui?.resourceUri).toBe("ui://widget/app.html");
+  });
+});
+
 describe("change notifications", () => {
   it("serves subscriptions/listen to a 2026-07-28 client: list changes and resource updates of upstreams of both eras", async () => {
     const client = await modernClient(mixed);

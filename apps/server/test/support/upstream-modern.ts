@@ -26,7 +26,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * tools `shout`, `countdown` (progress every `stepMs` for `steps` steps), `confirm` (asks the client through an
  * `input_required` elicitation), `chatty` (announces a tool list change on the call's stream), `grow` (adds a tool and announces the list change on `subscriptions/listen`
  * streams), `touch` (announces an update of `memo://today`), `logs` (three log messages, whatever level the request
- * asked for, and the level it asked for), `capabilities` (the client capabilities of the request), an extension, a resource, a resource template, and a prompt whose argument completes.
+ * asked for, and the level it asked for), `capabilities` (the client capabilities of the request), `widget` (with an MCP Apps UI
+ * resource), an extension, a resource, a resource template, and a prompt whose argument completes.
  */
 export async function startModernUpstream(): Promise<ModernUpstream> {
   const state = { cancelled: 0 };
@@ -61,6 +62,12 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
       { name: "grow", description: "Adds a tool.", inputSchema: { type: "object" } },
       { name: "touch", description: "Updates memo://today.", inputSchema: { type: "object" } },
       { name: "chatty", description: "Announces a tool list change while it runs.", inputSchema: { type: "object" } },
+      {
+        name: "widget",
+        description: "A tool with an MCP Apps UI.",
+        inputSchema: { type: "object" },
+        _meta: { ui: { resourceUri: "ui://widget/app.html" }, "ui/resourceUri": "ui://widget/app.html" },
+      },
       {
         name: "capabilities",
         description: "Answers the client capabilities the request declared.",
@@ -123,6 +130,8 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
         case "chatty":
           await ctx.mcpReq.notify({ method: "notifications/tools/list_changed" });
           return text("done");
+        case "widget":
+          return text("widget shown");
         case "capabilities": {
           const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
           return text(JSON.stringify(envelope?.["io.modelcontextprotocol/clientCapabilities"] ?? null));
