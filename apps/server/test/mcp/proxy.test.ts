@@ -340,9 +340,18 @@ describe("server→client requests", () => {
     const old = await legacyClient(onlyModern, { elicitation: {} });
     old.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { ok: true } }));
     expect(firstText(await old.callTool({ name: "confirm", arguments: {} }))).toBe("confirmed");
-    const now = await modernClient(onlyModern, { elicitation: {} });
+    const own = await createSession(t.client, [{ provider_deployment: deploymentRef(deployments.modern) }]);
+    const now = await modernClient(own, { elicitation: {} });
     now.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { ok: true } }));
     expect(firstText(await now.callTool({ name: "confirm", arguments: {} }))).toBe("confirmed");
+    // Each exchange with the upstream is a call record of its own: the round that asked, then the answered retry.
+    const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+      params: { path: { session_id: own.id }, query: { order: "desc" } },
+    });
+    expect(data?.items.map((i) => [i.tool_key, i.status, (i.output as { resultType?: string }).resultType])).toEqual([
+      ["confirm", "succeeded", undefined],
+      ["confirm", "succeeded", "input_required"],
+    ]);
   });
 });
 

@@ -3261,7 +3261,7 @@ export interface components {
              */
             type: "tool_call";
             /**
-             * @description `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`.
+             * @description `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`. Each exchange with the upstream is a call of its own: when a 2026-07-28 upstream asks the client something first, the round that asked is `succeeded` with the `input_required` result as its `output`, and the retry that brings the answers is the next call; a task-augmented call (MCP tasks) is `succeeded` once the upstream created the task, with the task as its `output` (its outcome is read with `tasks/result`).
              * @example succeeded
              * @enum {string}
              */
