@@ -414,7 +414,9 @@ describe("MCP Apps", () => {
     });
     // With one provider the session is transparent: the upstream's own URI.
     const alone = (await (await modernClient(onlyModern)).listTools()).tools.find((tool) => tool.name === "widget");
-    expect((alone?._meta as { ui?: { resourceUri?: string } }).ui?.resourceUri).toBe("ui://widget/app.html");
+    expect((alone?._meta as { ui?: { resourceUri?: string } } | undefined)?.ui?.resourceUri).toBe(
+      "ui://widget/app.html",
+    );
   });
 });
 
