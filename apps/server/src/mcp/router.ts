@@ -293,7 +293,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
     const cancelling = Array.isArray(req.body) || req.body?.method === "notifications/cancelled";
     const local = typeof connectionId === "string" ? connections.get(connectionId) : undefined;
     if (local && local.sessionId === session.id && local.transport instanceof NodeStreamableHTTPServerTransport) {
-      if (cancelling) await announceCancellation(req, String(connectionId));
+      if (cancelling) announceCancellation(req, String(connectionId));
       const lane = local.lane;
       const call = lane && fastCalls() && !tracing() ? sessionCallOf(req, lane) : null;
       if (lane && call) await answerSessionCall(res, call, lane);
@@ -302,7 +302,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
       // Initialised on another replica: served here request by request, as the client declared at initialize.
       const stored = await loadConnection(connectionId, session.id);
       if (!stored) return sessionNotFound(res);
-      if (cancelling) await announceCancellation(req, connectionId);
+      if (cancelling) announceCancellation(req, connectionId);
       await servePerRequest(req, res, session, servingFor(req, connectionId, false, stored.client_capabilities));
     } else if (
       // The method is checked first: the schema check of every request was ~1.4 % of a 2026-07-28 call's CPU.
@@ -319,8 +319,8 @@ export function mcpGatewayRouter(deps: AppDeps): {
     touched(session, 1);
   }
   /** Cancels what the request's `notifications/cancelled` names, here and on the other processes (see Cancellations). */
-  async function announceCancellation(req: Request, connectionId: string) {
-    await cancellations.announce(connectionId, req.body).catch((error: unknown) => {
+  function announceCancellation(req: Request, connectionId: string) {
+    cancellations.announce(connectionId, req.body, (error) => {
       req.log.warn({ err: error }, "a cancellation did not reach the other server processes");
     });
   }
@@ -492,6 +492,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
     } finally {
       // No session was opened (the transport refused this initialize, or building its server failed): no row stays.
       if (transport.sessionId === undefined) {
+        runningRequests.drop(connectionId);
         await deps.db.deleteFrom("mcp_connections").where("id", "=", connectionId).execute();
       }
     }

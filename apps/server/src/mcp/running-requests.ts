@@ -8,6 +8,7 @@ type RequestId = string | number;
 const CANCELLED_CHANNEL = "toolplane_mcp_cancelled";
 /** A reason is only for logs and the upstream's notification: NOTIFY payloads must stay under 8,000 bytes. */
 const MAX_REASON = 500;
+const MAX_PAYLOAD = 7_900;
 
 /**
  * The requests of 2025-era MCP connections (`Mcp-Session-Id`) under way in this process, by connection and JSON-RPC
@@ -90,13 +91,17 @@ export class Cancellations {
     });
   }
 
-  /** Cancels what `body` cancels on connection `connectionId`, here and on the other processes. */
-  async announce(connectionId: string, body: unknown): Promise<void> {
+  /**
+   * Cancels what `body` cancels on connection `connectionId`: here at once, every one of them, then on the other
+   * processes (not awaited: the POST never waits on the database for it; `onFailure` hears of a notice not sent).
+   */
+  announce(connectionId: string, body: unknown, onFailure: (error: unknown) => void): void {
     const cancellations = cancellationsOf(body);
+    for (const { requestId, reason } of cancellations) this.running.cancel(connectionId, requestId, reason);
     for (const { requestId, reason } of cancellations) {
-      this.running.cancel(connectionId, requestId, reason);
       const payload = JSON.stringify({ connectionId, requestId, reason });
-      await sql`select pg_notify(${CANCELLED_CHANNEL}, ${payload})`.execute(this.db);
+      if (Buffer.byteLength(payload) > MAX_PAYLOAD) continue; // an id no JSON-RPC client sends; cancelled here only
+      sql`select pg_notify(${CANCELLED_CHANNEL}, ${payload})`.execute(this.db).catch(onFailure);
     }
   }
 }
