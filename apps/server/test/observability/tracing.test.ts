@@ -28,6 +28,7 @@ interface OtlpSpan {
   kind: number;
   attributes: { key: string; value: { stringValue?: string } }[];
   links?: { traceId: string; spanId: string }[];
+  status?: { code?: number; message?: string };
 }
 const SERVER = 2;
 const CLIENT = 3;
@@ -149,6 +150,8 @@ describe("tracing", () => {
     });
     expect(firstText(result)).toBe("echo hi");
     await mcp.listTools();
+    // An error whose message quotes a URL with a credential (as a re-authentication link does) is exported masked.
+    await expect(mcp.getPrompt({ name: "https://example.test/start?token=s3cret" })).rejects.toThrow(/not offered/);
     await stopTracing(); // exports every span ended so far
 
     const call = exported.find((s) => s.name === "tools/call echo" && s.kind === SERVER);
@@ -170,6 +173,10 @@ describe("tracing", () => {
     const propagated = `00-${CLIENT_TRACE}-${upstreamCall?.spanId}-01`;
     expect(received?.meta?.traceparent).toBe(propagated);
     expect(received?.traceparent).toBe(propagated);
+
+    const failed = exported.find((s) => s.name.startsWith("prompts/get") && s.kind === SERVER);
+    expect(failed?.status?.message).toMatch(/not offered/);
+    expect(failed?.status?.message).not.toContain("s3cret");
 
     // Without a traceparent in `_meta`, the HTTP header's context is the parent.
     const list = exported.find((s) => s.name === "tools/list" && s.kind === SERVER);
