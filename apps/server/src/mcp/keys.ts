@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 
 export const MAX_KEY_LENGTH = 60;
+/** The scheme of MCP Apps UI resources (SEP-1865). */
+const APP_SCHEME = "ui://";
 
 const sanitize = (s: string) => s.replace(/[^a-zA-Z0-9_-]/g, "_");
 const shortHash = (s: string, length = 8) => createHash("sha256").update(s).digest("hex").slice(0, length);
@@ -22,8 +24,8 @@ export interface Namespaced {
  * alone (never from which upstreams answer right now), so a key stays the same while upstreams come and go:
  * - a session with one provider is transparent: tool and prompt keys are the upstream's names (made safe), resource
  *   URIs are the upstream's own;
- * - with several, every key is `<slug>_<name>` and every URI `<slug>+<uri>` (reversible: the provider is found by
- *   its prefix, the upstream's URI is what follows). A slug used by two providers of the session (the same
+ * - with several, every key is `<slug>_<name>` and every URI `<slug>+<uri>` (`ui://<slug>+<rest>` for an MCP
+ *   Apps UI resource; reversible: the provider is found by its prefix, the upstream's URI is what follows). A slug used by two providers of the session (the same
  *   provider deployed twice) is numbered in the order of the session provider ids: `<slug>`, `<slug>2`, ….
  */
 export class Namespaces {
@@ -68,10 +70,15 @@ export class Namespaces {
     return key.startsWith(`${prefix}_`) || key.includes(`~${hash}_`) || key.startsWith(`${hash}_`);
   }
 
-  /** The URI a client sees for an upstream's resource URI (or URI template). */
+  /**
+   * The URI a client sees for an upstream's resource URI (or URI template). An MCP Apps UI resource keeps its
+   * `ui://` scheme, by which hosts know it: the prefix goes inside it (`ui://<slug>+<rest>`).
+   */
   uri(providerId: string, uri: string): string {
     const scheme = this.uriScheme(providerId);
-    return scheme ? `${scheme}+${uri}` : uri;
+    if (!scheme) return uri;
+    if (uri.startsWith(APP_SCHEME)) return `${APP_SCHEME}${scheme}+${uri.slice(APP_SCHEME.length)}`;
+    return `${scheme}+${uri}`;
   }
 
   /** The provider and upstream URI behind a URI the client sent, or null when no provider owns it. */
@@ -79,6 +86,9 @@ export class Namespaces {
     for (const id of this.prefixes.keys()) {
       const scheme = this.uriScheme(id);
       if (!scheme) return { providerId: id, uri };
+      if (uri.startsWith(`${APP_SCHEME}${scheme}+`)) {
+        return { providerId: id, uri: APP_SCHEME + uri.slice(APP_SCHEME.length + scheme.length + 1) };
+      }
       if (uri.startsWith(`${scheme}+`)) return { providerId: id, uri: uri.slice(scheme.length + 1) };
     }
     return null;

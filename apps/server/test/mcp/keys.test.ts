@@ -21,6 +21,10 @@ describe("session-wide keys", () => {
     expect(two.uri("spv_2", "linear://issue/1")).toBe("linear+linear://issue/1");
     expect(two.resolveUri("linear+linear://issue/1")).toEqual({ providerId: "spv_2", uri: "linear://issue/1" });
     expect(two.resolveUri("jira+x://1")).toBeNull();
+    // An MCP Apps UI resource keeps the `ui://` scheme hosts know it by.
+    expect(two.uri("spv_2", "ui://board/app.html")).toBe("ui://linear+board/app.html");
+    expect(two.resolveUri("ui://linear+board/app.html")).toEqual({ providerId: "spv_2", uri: "ui://board/app.html" });
+    expect(two.resolveUri("ui://board/app.html")).toBeNull();
     expect(two.candidates("github_create_issue")).toEqual(["spv_1"]);
   });
 

@@ -405,11 +405,11 @@ describe("MCP Apps", () => {
     const client = await modernClient(mixed);
     const widget = (await client.listTools()).tools.find((tool) => tool.name === "modern_widget");
     const meta = widget?._meta as { ui?: { resourceUri?: string }; "ui/resourceUri"?: string } | undefined;
-    expect(meta?.ui?.resourceUri).toBe("modern+ui://widget/app.html");
-    expect(meta?.["ui/resourceUri"]).toBe("modern+ui://widget/app.html");
+    expect(meta?.ui?.resourceUri).toBe("ui://modern+widget/app.html");
+    expect(meta?.["ui/resourceUri"]).toBe("ui://modern+widget/app.html");
     const read = await client.readResource({ uri: meta?.ui?.resourceUri ?? "" });
     expect(read.contents[0]).toMatchObject({
-      uri: "modern+ui://widget/app.html",
+      uri: "ui://modern+widget/app.html",
       text: "memo for ui://widget/app.html",
     });
     // With one provider the session is transparent: the upstream's own URI.
