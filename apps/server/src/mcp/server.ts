@@ -222,8 +222,11 @@ export async function sessionMcpServer(
   server.onclose = () => {
     for (const stop of watched.values()) stop();
     watched.clear();
-    for (const upstream of leveled) {
-      void upstream.setLogLevel(logClient, null, gateway.timeoutMs).catch(() => undefined);
+    // (A request served without the connection gave its level once, untracked: nothing to withdraw.)
+    if (logClient !== null) {
+      for (const upstream of leveled) {
+        void upstream.setLogLevel(logClient, null, gateway.timeoutMs).catch(() => undefined);
+      }
     }
     leveled.clear();
     for (const { upstream, uri } of subscriptions.values()) {
@@ -263,7 +266,7 @@ export async function sessionMcpServer(
   const listing = (method: ListMethod) => async (_request: unknown, ctx: ServerContext) => {
     const current = await session();
     const { items, failures } = await gateway.list(current, method, downstream(ctx.mcpReq));
-    await reportFailures(ctx, serving, failures);
+    await reportFailures(ctx, serving, failures, logLevelOf(ctx.mcpReq));
     return { [LISTS[method]]: items.map(({ item }) => item) };
   };
   server.setRequestHandler("tools/list", listing("tools/list") as never);
@@ -766,7 +769,13 @@ function relayTo(
   };
 }
 
-async function reportFailures(ctx: ServerContext, serving: ServingContext, failures: ProviderFailure[]) {
+/** Tells the client (a log message, if its level lets a warning through) and the server log who was left out. */
+async function reportFailures(
+  ctx: ServerContext,
+  serving: ServingContext,
+  failures: ProviderFailure[],
+  logLevel: LoggingLevel | null | undefined,
+) {
   for (const { provider, error } of failures) {
     const text = `Provider ${provider.providerSlug} was left out: ${error.message}`;
     serving.log.warn({ provider: provider.providerSlug, code: error.code }, text);
@@ -774,7 +783,11 @@ async function reportFailures(ctx: ServerContext, serving: ServingContext, failu
       error instanceof ReauthenticationNeeded
         ? `Provider ${provider.providerSlug} was left out: ${error.clientMessage}`
         : text;
-    await ctx.mcpReq.log("warning", forClient, "toolplane").catch(() => undefined);
+    const message = {
+      method: "notifications/message",
+      params: { level: "warning", logger: "toolplane", data: forClient },
+    };
+    if (logLevelAllows(logLevel, message)) await ctx.mcpReq.notify(message as never).catch(() => undefined);
   }
 }
 
@@ -785,8 +798,8 @@ function mergedInstructions(described: Described[]): string {
 
 /**
  * A capability of the session made of its upstreams': whatever any of them offers, merged member by member. For
- * `tasks` (each task is routed to its own upstream), `extensions` and `experimental` (their requests and `_meta`
- * pass through as the upstream sent them).
+ * `tasks` (each task is routed to its own upstream), `extensions` and `experimental` (what they put in `_meta` and
+ * resources passes through; a method of their own reaches the upstream when the session has one provider).
  */
 function mergedCapability(offered: (Params | undefined)[]): Params | undefined {
   const merge = (into: Params, from: Params) => {

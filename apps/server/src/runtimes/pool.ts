@@ -132,6 +132,7 @@ export class Upstream {
   /** The log level each client connection asked of this (2025) upstream, and the level the upstream was given. */
   private readonly logLevels = new Map<string, LoggingLevel>();
   private sentLogLevel: LoggingLevel | undefined;
+  private logLevelSent: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly target: UpstreamTarget,
@@ -217,20 +218,28 @@ export class Upstream {
    * connection: it is given the most verbose level any of them wants (each client gets only what it asked for: the
    * gateway filters what it relays), and given it again when it reconnects.
    */
-  async setLogLevel(client: string | null, level: LoggingLevel | null, timeoutMs: number): Promise<void> {
+  setLogLevel(client: string | null, level: LoggingLevel | null, timeoutMs: number): Promise<void> {
     if (client !== null) {
       if (level) this.logLevels.set(client, level);
       else this.logLevels.delete(client);
     }
-    const wanted = mostVerbose([...this.logLevels.values(), ...(client === null && level ? [level] : [])]);
-    if (!wanted || wanted === this.sentLogLevel) return;
-    this.sentLogLevel = wanted;
-    await this.run({ timeoutMs }, (c, options) =>
-      c.request({ method: "logging/setLevel", params: { level: wanted } }, anyResult, options),
-    ).catch((error: unknown) => {
-      if (this.sentLogLevel === wanted) this.sentLogLevel = undefined;
-      throw error;
-    });
+    const once = client === null && level ? level : undefined;
+    // One at a time, each deciding what to send when its turn comes: two sent at once could arrive in either order.
+    const sent = this.logLevelSent
+      .catch(() => undefined)
+      .then(async () => {
+        const wanted = mostVerbose([...this.logLevels.values(), ...(once ? [once] : [])]);
+        if (!wanted || wanted === this.sentLogLevel) return;
+        this.sentLogLevel = wanted;
+        await this.run({ timeoutMs }, (c, options) =>
+          c.request({ method: "logging/setLevel", params: { level: wanted } }, anyResult, options),
+        ).catch((error: unknown) => {
+          if (this.sentLogLevel === wanted) this.sentLogLevel = undefined;
+          throw error;
+        });
+      });
+    this.logLevelSent = sent;
+    return sent;
   }
 
   /**
