@@ -105,8 +105,9 @@ export function fastCallOf(req: Request): FastCall | null {
   }
   // As the SDK hands them to its handler: the envelope lifted out of `_meta`, and `_meta` gone if nothing is left.
   const { _meta: envelope, ...rest } = params as Params & { _meta: Params };
-  const kept = Object.fromEntries(Object.entries(envelope).filter(([key]) => !ENVELOPE_KEYS.includes(key)));
-  const lifted = Object.fromEntries(Object.entries(envelope).filter(([key]) => ENVELOPE_KEYS.includes(key)));
+  const kept: Params = {};
+  const lifted: Params = {};
+  for (const [key, value] of Object.entries(envelope)) (ENVELOPE_KEYS.includes(key) ? lifted : kept)[key] = value;
   const token = kept.progressToken;
   if (token !== undefined && typeof token !== "string" && typeof token !== "number") return null;
   const meta = Object.keys(kept).length > 0 ? kept : undefined;

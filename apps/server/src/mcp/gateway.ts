@@ -389,19 +389,16 @@ export class Gateway {
       session.providers.map(async (provider) => {
         try {
           const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
+          const exposeUri = (uri: string) => names.uri(provider.sessionProviderId, uri);
           const listing = this.withCaller(provider, downstream, () => upstream.list(method, this.timeoutMs));
           const items = await race.bound(listing, this.listMs, () => downstream.onLateListing?.(method));
           return items
             .filter((item) => method !== "tools/list" || allowedTool(provider, names, String(item.name)))
             .map((item) => {
               const own = String(item[member]);
-              const exposed =
-                member === "name"
-                  ? names.key(provider.sessionProviderId, own)
-                  : names.uri(provider.sessionProviderId, own);
+              const exposed = member === "name" ? names.key(provider.sessionProviderId, own) : exposeUri(own);
               const listed = { ...item, [member]: exposed };
-              const appUri = (uri: string) => names.uri(provider.sessionProviderId, uri);
-              return { item: method === "tools/list" ? withAppUri(listed, appUri) : listed, provider, name: own };
+              return { item: method === "tools/list" ? withAppUri(listed, exposeUri) : listed, provider, name: own };
             });
         } catch (error) {
           failures.push({ provider, error: asFailure(error) });
@@ -784,13 +781,13 @@ function asInsert(record: CallRecord) {
  */
 function withAppUri(tool: Item, expose: (uri: string) => string): Item {
   const meta = tool._meta as Item | undefined;
-  if (!meta) return tool;
-  const ui = meta.ui as Item | undefined;
-  const nested = typeof ui?.resourceUri === "string" ? { ui: { ...ui, resourceUri: expose(ui.resourceUri) } } : {};
-  const legacy = meta["ui/resourceUri"];
-  const flat = typeof legacy === "string" ? { "ui/resourceUri": expose(legacy) } : {};
-  if (!("ui" in nested) && !("ui/resourceUri" in flat)) return tool;
-  return { ...tool, _meta: { ...meta, ...nested, ...flat } };
+  const ui = meta?.ui as Item | undefined;
+  const legacy = meta?.["ui/resourceUri"];
+  if (typeof ui?.resourceUri !== "string" && typeof legacy !== "string") return tool;
+  const exposed: Item = { ...meta };
+  if (typeof ui?.resourceUri === "string") exposed.ui = { ...ui, resourceUri: expose(ui.resourceUri) };
+  if (typeof legacy === "string") exposed["ui/resourceUri"] = expose(legacy);
+  return { ...tool, _meta: exposed };
 }
 
 /** `tool_filters.tool_keys`: a tool is exposed when its key or its upstream name is listed (or no filter is set). */

@@ -25,8 +25,9 @@ export interface Namespaced {
  * - a session with one provider is transparent: tool and prompt keys are the upstream's names (made safe), resource
  *   URIs are the upstream's own;
  * - with several, every key is `<slug>_<name>` and every URI `<slug>+<uri>` (`ui://<slug>+<rest>` for an MCP
- *   Apps UI resource; reversible: the provider is found by its prefix, the upstream's URI is what follows). A slug used by two providers of the session (the same
- *   provider deployed twice) is numbered in the order of the session provider ids: `<slug>`, `<slug>2`, ….
+ *   Apps UI resource; reversible: the provider is found by its prefix, the upstream's URI is what follows). A slug
+ *   used by two providers of the session (the same provider deployed twice) is numbered in the order of the session
+ *   provider ids: `<slug>`, `<slug>2`, ….
  */
 export class Namespaces {
   private readonly prefixes: Map<string, string>;

@@ -60,7 +60,7 @@ export class RunningRequests {
 export const runningRequests = new RunningRequests();
 
 /** The cancellations a POST body carries (one message or a batch): each request id with its reason. */
-export function cancellationsOf(body: unknown): { requestId: RequestId; reason: string }[] {
+function cancellationsOf(body: unknown): { requestId: RequestId; reason: string }[] {
   const found: { requestId: RequestId; reason: string }[] = [];
   for (const message of Array.isArray(body) ? body : [body]) {
     const params = (message as { method?: unknown; params?: unknown } | null)?.params as
@@ -83,11 +83,10 @@ export class Cancellations {
   constructor(
     private readonly db: Db,
     changes: ChangeFeed | undefined,
-    private readonly running: RunningRequests = runningRequests,
   ) {
     changes?.listen(CANCELLED_CHANNEL, (payload) => {
       const notice = parseNotice(payload);
-      if (notice) this.running.cancel(notice.connectionId, notice.requestId, notice.reason);
+      if (notice) runningRequests.cancel(notice.connectionId, notice.requestId, notice.reason);
     });
   }
 
@@ -97,7 +96,7 @@ export class Cancellations {
    */
   announce(connectionId: string, body: unknown, onFailure: (error: unknown) => void): void {
     const cancellations = cancellationsOf(body);
-    for (const { requestId, reason } of cancellations) this.running.cancel(connectionId, requestId, reason);
+    for (const { requestId, reason } of cancellations) runningRequests.cancel(connectionId, requestId, reason);
     for (const { requestId, reason } of cancellations) {
       const payload = JSON.stringify({ connectionId, requestId, reason });
       if (Buffer.byteLength(payload) > MAX_PAYLOAD) continue; // an id no JSON-RPC client sends; cancelled here only

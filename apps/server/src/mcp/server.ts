@@ -172,6 +172,17 @@ export async function sessionMcpServer(
   });
   server.connectionId = serving.connectionId;
 
+  /** The level a 2025 client of this connection set with logging/setLevel (it gets every message until then). */
+  let clientLogLevel: LoggingLevel | undefined;
+  /**
+   * The upstreams this connection gave a log level: it is withdrawn when the connection ends. A request served
+   * without the connection (one held by another replica, or none) gives its level once, untracked.
+   */
+  const leveled = new Set<Upstream>();
+  const logClient = serving.canRequest ? serving.connectionId : null;
+  /** The log messages a request's client wants: see requestLogLevel. */
+  const logLevelOf = (req: CallRequest) => requestLogLevel(req, clientLogLevel);
+
   // On a connection (2025 session, SSE stream) what upstreams send outside any request is relayed to the client:
   // list changes, updates of resources it subscribed to, log messages.
   const watched = new Map<Upstream, () => void>();
@@ -234,17 +245,6 @@ export async function sessionMcpServer(
     }
     subscriptions.clear();
   };
-
-  /** The level a 2025 client of this connection set with logging/setLevel (it gets every message until then). */
-  let clientLogLevel: LoggingLevel | undefined;
-  /**
-   * The upstreams this connection gave a log level: it is withdrawn when the connection ends. A request served
-   * without the connection (one held by another replica, or none) gives its level once, untracked.
-   */
-  const leveled = new Set<Upstream>();
-  const logClient = serving.canRequest ? serving.connectionId : null;
-  /** The log messages a request's client wants: see requestLogLevel. */
-  const logLevelOf = (req: CallRequest) => requestLogLevel(req, clientLogLevel);
 
   /** What the upstream clients declare, and how the upstreams reach this request's client meanwhile. */
   const downstream = (req: ConnectionRequest): Downstream => {

@@ -93,8 +93,10 @@ function requestAttributes(method: string, params: Params | undefined): { target
   return { attributes };
 }
 
-/** Span status per the conventions: a JSON-RPC error's code, or `tool_error` for a tool result with `isError`. */
-/** Marks the span failed; a message keeps no credential a URL in it carries (a re-authentication link's token). */
+/**
+ * Span status per the conventions: a JSON-RPC error's code, or `tool_error` for a tool result with `isError`. A
+ * message keeps no credential a URL in it carries (a re-authentication link's token).
+ */
 function recordError(span: Span, type: string, message?: string): void {
   span.setAttribute("error.type", type);
   span.setStatus({ code: SpanStatusCode.ERROR, ...(message ? { message: maskUrlCredentials(message) } : {}) });

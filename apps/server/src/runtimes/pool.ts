@@ -16,6 +16,7 @@ import {
   SUBSCRIPTION_ID_META_KEY,
   type SubscriptionFilter,
 } from "@modelcontextprotocol/client";
+import { LoggingLevelSchema } from "@modelcontextprotocol/core";
 import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { newId } from "../lib/ids.ts";
 import { upstreamConnection } from "../observability/metrics.ts";
@@ -453,13 +454,7 @@ export class Upstream {
           .catch(() => undefined);
       }
       // A new MCP session starts at the server's default level: it is given the one its clients asked for.
-      const level = mostVerbose(this.logLevels.values());
-      if (level) {
-        this.sentLogLevel = level;
-        void client
-          .request({ method: "logging/setLevel", params: { level } }, anyResult, { timeout: timeoutMs })
-          .catch(() => undefined);
-      }
+      if (this.logLevels.size > 0) void this.setLogLevel(null, null, timeoutMs).catch(() => undefined);
     }
     return client;
   }
@@ -476,17 +471,8 @@ export class Upstream {
   }
 }
 
-/** MCP's log levels, most verbose first. */
-export const LOG_LEVELS: readonly LoggingLevel[] = [
-  "debug",
-  "info",
-  "notice",
-  "warning",
-  "error",
-  "critical",
-  "alert",
-  "emergency",
-];
+/** MCP's log levels, most verbose first (the SDK's own list). */
+export const LOG_LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;
 
 /** The most verbose of `levels`, or undefined when there is none. */
 function mostVerbose(levels: Iterable<LoggingLevel>): LoggingLevel | undefined {
