@@ -679,6 +679,8 @@ export interface McpConnectionsTable {
   client_info: NullableJson<JsonObject>;
   created_at: Generated<Timestamp>;
   last_used_at: Timestamp;
+  /** The level the client set with logging/setLevel (an MCP LoggingLevel), null until it set one. */
+  log_level: string | null;
 }
 
 /** The digest of the catalog last loaded in full (catalog/loader.ts `syncCatalog`). */

@@ -8,6 +8,7 @@ import {
   createMcpHandler,
   isInitializeRequest,
   isLegacyRequest,
+  type LoggingLevel,
   type McpServerFactory,
   type Transport,
 } from "@modelcontextprotocol/server";
@@ -15,6 +16,7 @@ import { ApiError, checkJsonDepth } from "@toolplane/server-stubs";
 import express, { type Request, type Response, Router } from "express";
 import type { AppDeps } from "../app.ts";
 import { ApiKeyVerifier } from "../auth/api-keys.ts";
+import type { Row } from "../db/schema.ts";
 import { sendError, sendJson } from "../http/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { tracing } from "../observability/tracing.ts";
@@ -23,6 +25,7 @@ import { answerFastCall, answerSessionCall, fastCallOf, type SessionLane, sessio
 import { Gateway } from "./gateway.ts";
 import type { GatewaySession, LoadGatewaySession } from "./gateway-session.ts";
 import { SessionSubscriptions } from "./listen.ts";
+import { ConnectionLogLevels, logLevelOf } from "./log-levels.ts";
 import { ReplayBuffer, replayLimit } from "./replay-buffer.ts";
 import { Cancellations, runningRequests } from "./running-requests.ts";
 import { type ServingContext, sessionMcpServer } from "./server.ts";
@@ -95,6 +98,9 @@ function originGuard(publicUrl: string) {
     });
   };
 }
+
+/** What a replica reads of a 2025-era connection (held anywhere) to serve one of its requests. */
+type StoredConnection = Pick<Row<"mcp_connections">, "protocol_version" | "client_capabilities" | "log_level">;
 
 /** A connection of a 2025-era client (Streamable HTTP session or legacy SSE stream) served by this process. */
 interface Connection {
@@ -222,6 +228,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
   const connections = new LocalConnections();
   const stored = new StoredConnections(deps.db, (id) => connections.close(id));
   const cancellations = new Cancellations(deps.db, deps.changes);
+  const logLevels = new ConnectionLogLevels(deps.db, deps.changes);
   const router = Router();
   const sessionIdOf = (req: Request) => String(req.params.sessionId);
   const metadataUrl = (sessionId: string) => `${deps.publicUrl}/.well-known/oauth-protected-resource/mcp/${sessionId}`;
@@ -238,19 +245,23 @@ export function mcpGatewayRouter(deps: AppDeps): {
     }
   };
   /** How a request is served. Its logger is read only when something logs (building one costs every request). */
-  const servingFor = (
-    req: Request,
-    connectionId: string | null,
-    canRequest: boolean,
-    clientCapabilities?: ServingContext["clientCapabilities"],
-  ): ServingContext => ({
+  const servingFor = (req: Request, connectionId: string | null, canRequest: boolean): ServingContext => ({
     connectionId,
     canRequest,
-    ...(clientCapabilities ? { clientCapabilities } : {}),
     get log() {
       return req.log;
     },
   });
+  /** How a request of a connection another replica holds is served: as its client declared and set it there. */
+  const servingStored = (req: Request, connectionId: string, sessionId: string, stored: StoredConnection) => {
+    const serving = servingFor(req, connectionId, false);
+    const logLevel = logLevelOf(stored.log_level);
+    return Object.assign(serving, {
+      clientCapabilities: stored.client_capabilities,
+      ...(logLevel ? { logLevel } : {}),
+      storeLogLevel: (level: LoggingLevel) => logLevels.store(connectionId, sessionId, level),
+    });
+  };
 
   // RFC 9728: what protects a session's endpoint. Its credential is the session secret handed out by the API (or an
   // API key), so no authorization server is named; clients learn that a bearer token goes in the header.
@@ -303,7 +314,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
       const stored = await loadConnection(connectionId, session.id);
       if (!stored) return sessionNotFound(res);
       if (cancelling) announceCancellation(req, connectionId);
-      await servePerRequest(req, res, session, servingFor(req, connectionId, false, stored.client_capabilities));
+      await servePerRequest(req, res, session, servingStored(req, connectionId, session.id, stored));
     } else if (
       // The method is checked first: the schema check of every request was ~1.4 % of a 2026-07-28 call's CPU.
       req.body?.method === "initialize" &&
@@ -389,10 +400,10 @@ export function mcpGatewayRouter(deps: AppDeps): {
     sendJson(res, 404, { jsonrpc: "2.0", error: { code: -32001, message: "MCP session not found" }, id: null });
   }
 
-  function loadConnection(connectionId: string, sessionId: string) {
+  function loadConnection(connectionId: string, sessionId: string): Promise<StoredConnection | undefined> {
     return deps.db
       .selectFrom("mcp_connections")
-      .select(["protocol_version", "client_capabilities"])
+      .select(["protocol_version", "client_capabilities", "log_level"])
       .where("id", "=", connectionId)
       .where("session_id", "=", sessionId)
       .executeTakeFirst();
@@ -473,8 +484,16 @@ export function mcpGatewayRouter(deps: AppDeps): {
     });
     // Calls made on this connection record it.
     const serving = servingFor(req, connectionId, true);
+    serving.storeLogLevel = (level) => logLevels.store(connectionId, sessionId, level);
+    let release: () => void = () => undefined;
     try {
       const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
+      // The level its client sets on another replica (where its requests may land) applies to this connection too.
+      release = logLevels.hold(connectionId, (level) => {
+        server.applyLogLevel?.(level).catch((error: unknown) => {
+          deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, "log level not applied");
+        });
+      });
       const { callOnConnection } = server;
       if (callOnConnection) {
         const clientCapabilities = () => server.getClientCapabilities();
@@ -485,6 +504,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
         // As the SDK's server does with the requests it runs, the lane's calls end with the connection.
         for (const call of lane?.running.values() ?? []) call.abort(new Error("The MCP session was closed."));
         runningRequests.drop(connectionId);
+        release();
         void server.close();
       };
       await server.connect(transport as Transport);
@@ -493,6 +513,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
       // No session was opened (the transport refused this initialize, or building its server failed): no row stays.
       if (transport.sessionId === undefined) {
         runningRequests.drop(connectionId);
+        release();
         await deps.db.deleteFrom("mcp_connections").where("id", "=", connectionId).execute();
       }
     }

@@ -42,6 +42,7 @@ import {
 } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
+import { logLevelOf } from "./log-levels.ts";
 import { runningRequests } from "./running-requests.ts";
 
 type Params = Record<string, unknown>;
@@ -56,6 +57,10 @@ export interface ServingContext {
   log: Logger;
   /** What the client declared at `initialize`, when that happened on another replica. */
   clientCapabilities?: ClientCapabilities;
+  /** The log level the client set on its connection, when another replica holds it (see ConnectionLogLevels). */
+  logLevel?: LoggingLevel;
+  /** Keeps the level a client sets with `logging/setLevel` for its connection's requests on every replica. */
+  storeLogLevel?: (level: LoggingLevel) => Promise<void>;
   /**
    * A 2026-07-28 request's headers: its `Mcp-Param-*` headers must agree with the arguments (SEP-2243), as a
    * direct server checks them. Unset in the 2025 revisions, which have no such headers.
@@ -94,6 +99,11 @@ export class GatewayServer extends TracedServer {
    * runs registered in runningRequests, so that its client's `notifications/cancelled` reaches it from any replica.
    */
   connectionId: string | null = null;
+  /**
+   * Gives this connection's client the log level it set on another replica, as its logging/setLevel would here.
+   * Set on servers of connections (canRequest).
+   */
+  applyLogLevel?: (level: LoggingLevel) => Promise<void>;
 
   protected override _wrapHandler(
     method: string,
@@ -173,7 +183,7 @@ export async function sessionMcpServer(
   server.connectionId = serving.connectionId;
 
   /** The level a 2025 client of this connection set with logging/setLevel (it gets every message until then). */
-  let clientLogLevel: LoggingLevel | undefined;
+  let clientLogLevel: LoggingLevel | undefined = serving.logLevel;
   /**
    * The upstreams this connection gave a log level: it is withdrawn when the connection ends. A request served
    * without the connection (one held by another replica, or none) gives its level once, untracked.
@@ -406,21 +416,32 @@ export async function sessionMcpServer(
     return answers.flat();
   };
 
-  server.setRequestHandler("logging/setLevel", (async (
-    request: { params: { level: LoggingLevel } },
-    ctx: ServerContext,
-  ) => {
-    clientLogLevel = request.params.level;
-    const current = await session();
-    const described = await gateway.describe(current, downstream(ctx.mcpReq));
+  /** The client's level from now on: for what is relayed to it, and for its 2025 upstreams. */
+  const setClientLogLevel = async (level: LoggingLevel, through: Downstream) => {
+    clientLogLevel = level;
+    const described = await gateway.describe(await session(), through);
     // A 2026-07-28 upstream has no logging/setLevel: it gets the level with each request (see forwardedParams).
     await everyUpstream("logging/setLevel", described, ({ upstream, capabilities, modern }) => {
       if (!upstream || !capabilities.logging || modern) return undefined;
       leveled.add(upstream);
-      return upstream.setLogLevel(logClient, request.params.level, gateway.timeoutMs);
+      return upstream.setLogLevel(logClient, level, gateway.timeoutMs);
     });
+  };
+  server.setRequestHandler("logging/setLevel", (async (
+    request: { params: { level: LoggingLevel } },
+    ctx: ServerContext,
+  ) => {
+    await serving.storeLogLevel?.(request.params.level);
+    await setClientLogLevel(request.params.level, downstream(ctx.mcpReq));
     return {};
   }) as never);
+  if (serving.canRequest) {
+    server.applyLogLevel = async (level) => {
+      if (level === clientLogLevel) return;
+      const capabilities = server.getClientCapabilities();
+      await setClientLogLevel(level, { capabilities, connectionId: serving.connectionId, watch });
+    };
+  }
 
   /**
    * Tasks: an upstream's task id is made session-wide like a URI (`<slug>+<id>` with several providers), so
@@ -598,7 +619,7 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
             request: (embedded, signal) => continuation.ask(embedded, signal),
             notify: (notification) => {
               if (notification.method === "notifications/progress") return;
-              if (!logLevelAllows(requestLogLevel(live.req), notification)) return;
+              if (!logLevelAllows(requestLogLevel(live.req, serving.logLevel), notification)) return;
               void live.req.notify(notification).catch(() => undefined);
             },
           }),
@@ -610,7 +631,7 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
               .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
               .catch(() => undefined);
           },
-          params: forwardedParams(rest, req, requestLogLevel(req)),
+          params: forwardedParams(rest, req, requestLogLevel(req, serving.logLevel)),
         },
       )
       .then(
@@ -721,8 +742,7 @@ function requestLogLevel(
   connectionLevel?: LoggingLevel,
 ): LoggingLevel | null | undefined {
   if (!req.envelope) return connectionLevel;
-  const level = req.envelope[LOG_LEVEL_META_KEY];
-  return LOG_LEVELS.includes(level as LoggingLevel) ? (level as LoggingLevel) : null;
+  return logLevelOf(req.envelope[LOG_LEVEL_META_KEY]) ?? null;
 }
 
 /** Whether `notification` may reach a client that wants the log messages of `level` (see requestLogLevel). */

@@ -3,12 +3,14 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import { type DatabaseHandle, openDatabase } from "../../src/db/database.ts";
 import { type ServerProcess, startServerProcess } from "../support/server-process.ts";
 import { startEverythingHttp } from "../support/upstream-everything.ts";
+import { startModernUpstream } from "../support/upstream-modern.ts";
 import { firstText, remoteProvider } from "./gateway-fixtures.ts";
 
 /**
@@ -189,6 +191,66 @@ describe.skipIf(!adminUrl)("two server processes over one PostgreSQL database", 
       await expect(call).rejects.toThrow();
       // B stops the call and records it cancelled long before its 30 s are up.
       await expect.poll(latest, { timeout: 10_000, interval: 200 }).toBe("cancelled");
+      await client.close();
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  // A 2025 client's logging/setLevel may land on a replica that does not hold its connection, and its later
+  // requests on either: each one relays only the messages at or above the level, and asks a 2026-07-28 upstream
+  // for it (the level is on the connection's row; the holding process hears of it through NOTIFY).
+  it("honour a 2025 client's log level on both processes, whichever one it was set on", async () => {
+    const [a, b] = servers;
+    if (!a || !b) throw new Error("servers not started");
+    const upstream = await startModernUpstream();
+    try {
+      const provider = await remoteProvider(database.db, "modern-logs", upstream.url);
+      const api = async (path: string, body: unknown) => {
+        const res = await fetch(`${a.url}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        return (await res.json()) as { id: string; secret: string };
+      };
+      const deployment = await api("/provider-deployments", { name: "Modern", provider_id: provider.providerId });
+      const session = await api("/sessions", {
+        providers: { provider_deployment: { type: "reference", provider_deployment_id: deployment.id } },
+      });
+      // The MCP session opens on A (A holds it). Where each later request goes is chosen per request.
+      let next = a.url;
+      const routed: typeof fetch = (input, init) => {
+        const url = new URL(input instanceof Request ? input.url : String(input));
+        const target = init?.method === "POST" && !String(init.body).includes('"initialize"') ? next : a.url;
+        return fetch(new URL(url.pathname + url.search, target), init);
+      };
+      const client = new Client({ name: "leveled", version: "1.0.0" });
+      const messages: unknown[] = [];
+      client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => {
+        messages.push(n.params.data);
+      });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`/mcp/${session.id}`, a.url), {
+          requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+          fetch: routed,
+        }),
+      );
+      const logsOn = async (url: string) => {
+        next = url;
+        messages.length = 0;
+        const result = await client.callTool({ name: "logs", arguments: {} });
+        return { result: firstText(result), messages: [...messages] };
+      };
+      next = b.url;
+      await client.setLoggingLevel("error");
+      const leveled = { result: "level: error", messages: ["error line"] };
+      expect(await logsOn(b.url)).toEqual(leveled);
+      await expect.poll(() => logsOn(a.url), { timeout: 5_000, interval: 100 }).toEqual(leveled);
+      // And back: set on A, honoured on B.
+      next = a.url;
+      await client.setLoggingLevel("info");
+      expect(await logsOn(b.url)).toEqual({ result: "level: info", messages: ["info line", "error line"] });
       await client.close();
     } finally {
       await upstream.close();
