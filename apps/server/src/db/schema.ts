@@ -544,6 +544,12 @@ export interface ToolCallsTable {
   metadata: NullableJson<JsonObject>;
   created_at: Timestamp;
   completed_at: NullableTimestamp;
+  /** The task a task-augmented call created: its id at the upstream, null for any other call. */
+  task_id: string | null;
+  /** The task's status (an MCP task status) and outcome as last seen through the session. */
+  task_status: string | null;
+  task_result: NullableJson<JsonObject>;
+  task_updated_at: NullableTimestamp;
 }
 
 export interface CustomProvidersTable {

@@ -234,6 +234,9 @@ const envMs = (name: string, fallback: number): number => {
 /** How long a listing waits for any one provider before leaving it out (TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS). */
 export const listTimeoutMs = () => envMs("TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS", 5_000);
 
+/** MCP task statuses a task never leaves. */
+const TERMINAL_TASK_STATUSES = ["completed", "failed", "cancelled"];
+
 /** A call's record as first written (`waiting_for_response`); JSON columns as JSON text. */
 type CallRecord = Record<(typeof RECORD_COLUMNS)[number], string | null>;
 const RECORD_COLUMNS = [
@@ -611,6 +614,7 @@ export class Gateway {
     clearTimeout(insertLater);
     try {
       const outcome = await this.complete(record, recorded, upstream, result, failure);
+      await this.recordCreatedTask(outcome);
       toolCallFinished(provider, outcome, startedAt);
       return outcome;
     } finally {
@@ -667,6 +671,46 @@ export class Gateway {
     const removed = await this.db.selectFrom("tool_calls").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
     const message = removed.error?.message ?? "The session provider was removed during the call.";
     return { record: removed, result: null, failure: new UpstreamFailure("provider_removed", message) };
+  }
+
+  /**
+   * A task-augmented call's record names the task its upstream created (MCP tasks), before the client hears of
+   * it: the session's later task requests find the record by it (see taskSeen).
+   */
+  private async recordCreatedTask({ record, result }: CallOutcome): Promise<void> {
+    const task = result?.task as { taskId?: unknown; status?: unknown } | undefined;
+    if (typeof task?.taskId !== "string") return;
+    await this.db
+      .updateTable("tool_calls")
+      .set({
+        task_id: task.taskId,
+        task_status: typeof task.status === "string" ? task.status : "working",
+        task_updated_at: new Date(),
+      })
+      .where("id", "=", record.id)
+      .execute();
+  }
+
+  /**
+   * What a request of the session saw of a task of provider `sessionProviderId` (`taskId` as the upstream names
+   * it): its status (tasks/get, tasks/cancel) or its outcome (tasks/result), written into the record of the call
+   * that created it. A terminal status stays: only the outcome may still be added to it (MCP: a task in a
+   * terminal status never changes, and an answer that left earlier may arrive later).
+   */
+  async taskSeen(sessionProviderId: string, taskId: string, seen: { status: string; result?: Item }): Promise<void> {
+    const result = seen.result ? storableJson(seen.result) : undefined;
+    await this.db
+      .updateTable("tool_calls")
+      .set({ task_status: seen.status, ...(result ? { task_result: result } : {}), task_updated_at: new Date() })
+      .where("session_provider_id", "=", sessionProviderId)
+      .where("task_id", "=", taskId)
+      .where((eb) =>
+        eb.or([
+          eb("task_status", "not in", TERMINAL_TASK_STATUSES),
+          ...(result ? [eb("task_result", "is", null)] : []),
+        ]),
+      )
+      .execute();
   }
 
   private async sessionDeleted(sessionId: string): Promise<boolean> {

@@ -477,6 +477,8 @@ export async function sessionMcpServer(
       { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), taskId: target.uri },
       { untilDone: method === "tasks/result" },
     );
+    const seen = taskSeenIn(method, result);
+    if (seen) await gateway.taskSeen(target.provider.sessionProviderId, target.uri, seen);
     return exposeTaskIds(
       exposeUris(result, names, target.provider.sessionProviderId),
       names,
@@ -717,6 +719,18 @@ function forwardedParams(
     ...(inputResponses !== undefined ? { inputResponses } : {}),
     ...(typeof requestState === "string" ? { requestState } : {}),
   };
+}
+
+/**
+ * What a task request's answer says of the task: the status tasks/get and tasks/cancel return, or the outcome
+ * tasks/result returns (a tool's task ends `failed` when its result is a tool error, as MCP defines it).
+ */
+function taskSeenIn(method: string, result: Params): { status: string; result?: Params } | undefined {
+  if (method === "tasks/result") return { status: result.isError === true ? "failed" : "completed", result };
+  if ((method === "tasks/get" || method === "tasks/cancel") && typeof result.status === "string") {
+    return { status: result.status };
+  }
+  return undefined;
 }
 
 /** Upstream progress, sent to the client under its own progress token (only when it asked for progress). */

@@ -479,6 +479,15 @@ describe("tasks", () => {
     );
     const taskId = created.task.taskId;
     expect(taskId.startsWith("everything-http+")).toBe(true);
+    // The call's record names the task, and follows what the session's task requests see of it.
+    const record = async () => {
+      const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+        params: { path: { session_id: mixed.id }, query: { order: "desc", limit: 1 } },
+      });
+      return data?.items[0];
+    };
+    const upstreamTaskId = taskId.slice("everything-http+".length);
+    expect((await record())?.task).toMatchObject({ id: upstreamTaskId, status: "working", result: null });
     const status = await client.request({ method: "tasks/get", params: { taskId } }, GetTaskResultSchema);
     expect(status).toMatchObject({ taskId, status: "working" });
     const listed = await client.request({ method: "tasks/list", params: {} }, ListTasksResultSchema);
@@ -488,6 +497,10 @@ describe("tasks", () => {
       timeout: 20_000,
     });
     expect(firstText(result)).toContain("Research Report: proxies");
+    const finished = await record();
+    expect(finished).toMatchObject({ tool_key: "everything-http_simulate-research-query", status: "succeeded" });
+    expect(finished?.task).toMatchObject({ id: upstreamTaskId, status: "completed" });
+    expect(JSON.stringify(finished?.task?.result)).toContain("Research Report: proxies");
     const unknown = client.request({ method: "tasks/get", params: { taskId: "nobody+t1" } }, GetTaskResultSchema);
     await expect(unknown).rejects.toThrow(/not known to this session/);
   });

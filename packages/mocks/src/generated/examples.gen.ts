@@ -651,6 +651,22 @@ export function toolCallErrorExample() {
     };
 }
 
+export function toolCallTaskExample() {
+    return {
+        id: 'task-7f3c',
+        status: 'completed',
+        result: {
+            content: [
+                {
+                    type: 'text',
+                    text: 'Research Report: proxies'
+                }
+            ]
+        },
+        updated_at: '2026-11-23T09:30:04.128Z'
+    };
+}
+
 export function toolCallExample() {
     return {
         object: 'session.tool_call',
@@ -694,6 +710,7 @@ export function toolCallExample() {
         },
         error: null,
         metadata: null,
+        task: null,
         created_at: '2026-11-23T09:30:00.000Z',
         completed_at: '2026-11-23T09:30:00.412Z'
     };

@@ -751,6 +751,7 @@ export function handleGetToolCall(response?: HandleGetToolCallResponse | HttpRes
             output: { content: [{ type: 'text', text: 'Echo: hello' }] },
             error: null,
             metadata: null,
+            task: null,
             created_at: '2026-11-23T09:30:00.000Z',
             completed_at: '2026-11-23T09:30:00.412Z'
         };
@@ -833,6 +834,7 @@ export function handleCreateSessionToolCall(response?: HandleCreateSessionToolCa
             output: { content: [{ type: 'text', text: 'Echo: hello' }] },
             error: null,
             metadata: null,
+            task: null,
             created_at: '2026-11-23T09:30:00.000Z',
             completed_at: '2026-11-23T09:30:00.412Z'
         };
@@ -888,6 +890,7 @@ export function handleGetSessionToolCall(response?: HandleGetSessionToolCallResp
             output: { content: [{ type: 'text', text: 'Echo: hello' }] },
             error: null,
             metadata: null,
+            task: null,
             created_at: '2026-11-23T09:30:00.000Z',
             completed_at: '2026-11-23T09:30:00.412Z'
         };

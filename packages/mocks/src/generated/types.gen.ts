@@ -905,6 +905,25 @@ export type ToolCallError = {
 };
 
 /**
+ * The task a task-augmented call (MCP tasks) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session.
+ */
+export type ToolCallTask = {
+    /**
+     * The task's id at the upstream. With several providers, the session's MCP endpoint shows it as `<provider slug>+<id>`.
+     */
+    id: string;
+    /**
+     * The task's status when this server last saw it (MCP task statuses): `working`, `input_required`, `completed`, `failed` or `cancelled`.
+     */
+    status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+    /**
+     * The task's outcome as `tasks/result` returned it, or null until a client fetched it.
+     */
+    result: ToolCallOutput | null;
+    updated_at: Timestamp;
+};
+
+/**
  * A recorded invocation of a tool within a session (`session.tool_call`), whether it came over the session's MCP endpoint (`transport` `mcp`) or through `POST /sessions/{session_id}/tool-calls` (`transport` `tool_call`). It is recorded as `waiting_for_response` when it is routed to the upstream and becomes `succeeded` (with `output`) or `failed` (with `error`) when the upstream answers, fails or times out, or `cancelled` when the client cancels it first. `completed_at` extends the documented fields and covers what the client waited.
  */
 export type ToolCall = {
@@ -925,7 +944,7 @@ export type ToolCall = {
      */
     type: 'tool_call';
     /**
-     * `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`. Each exchange with the upstream is a call of its own: when a 2026-07-28 upstream asks the client something first, the round that asked is `succeeded` with the `input_required` result as its `output`, and the retry that brings the answers is the next call; a task-augmented call (MCP tasks) is `succeeded` once the upstream created the task, with the task as its `output` (its outcome is read with `tasks/result`).
+     * `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`. Each exchange with the upstream is a call of its own: when a 2026-07-28 upstream asks the client something first, the round that asked is `succeeded` with the `input_required` result as its `output`, and the retry that brings the answers is the next call; a task-augmented call (MCP tasks) is `succeeded` once the upstream created the task, with the task as its `output`, and `task` follows the task from then on.
      */
     status: 'waiting_for_response' | 'succeeded' | 'failed' | 'cancelled';
     /**
@@ -979,6 +998,10 @@ export type ToolCall = {
      */
     error: ToolCallError | null;
     metadata: NullableMetadata;
+    /**
+     * The task the call created (a task-augmented call, MCP tasks), with its status and outcome as this server last saw them; null for any other call. Extends the documented fields.
+     */
+    task: ToolCallTask | null;
     created_at: Timestamp;
     /**
      * When the call succeeded or failed (ISO 8601 UTC with milliseconds), or null while it is waiting.

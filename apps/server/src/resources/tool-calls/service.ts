@@ -144,6 +144,15 @@ function toApi(r: Row<"tool_calls"> & { consumer_id: string | null }): ToolCall 
     output: r.output as ToolCall["output"],
     error: r.error as ToolCall["error"],
     metadata: r.metadata,
+    task:
+      r.task_id === null
+        ? null
+        : {
+            id: r.task_id,
+            status: r.task_status as NonNullable<ToolCall["task"]>["status"],
+            result: r.task_result as NonNullable<ToolCall["task"]>["result"],
+            updated_at: iso(r.task_updated_at ?? r.created_at),
+          },
     created_at: iso(r.created_at),
     completed_at: isoOrNull(r.completed_at),
   };

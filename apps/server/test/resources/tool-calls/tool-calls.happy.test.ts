@@ -134,6 +134,7 @@ describe("POST /sessions/:session_id/tool-calls", () => {
       output: { content: [{ type: "text", text: "Echo: hello" }] },
       error: null,
       metadata: { ticket: "4711" },
+      task: null,
       created_at: expect.stringMatching(ISO),
       completed_at: expect.stringMatching(ISO),
     });
