@@ -550,6 +550,8 @@ export interface ToolCallsTable {
   task_status: string | null;
   task_result: NullableJson<JsonObject>;
   task_updated_at: NullableTimestamp;
+  /** The call whose input_required round this call answers (a retry with the client's answers), else null. */
+  answers_call_id: string | null;
 }
 
 export interface CustomProvidersTable {

@@ -81,6 +81,8 @@ export interface CallOrigin {
   /** The MCP client connection, when the endpoint has one (2025 sessions and legacy SSE). */
   connectionId: string | null;
   metadata?: JsonObject | null;
+  /** The call whose input_required round this call answers, as the client's retry names it (see rounds.ts). */
+  answersCallId?: string;
 }
 
 export interface CallOptions extends Downstream {
@@ -254,6 +256,7 @@ const RECORD_COLUMNS = [
   "input",
   "metadata",
   "created_at",
+  "answers_call_id",
 ] as const;
 /** A call's record written once, complete: its first columns and how it ended. */
 type FinishedRecord = Record<(typeof FINISHED_COLUMNS)[number], string | null>;
@@ -558,6 +561,8 @@ export class Gateway {
     const item: Item = "failure" in found ? {} : found.item;
     const name = "failure" in found ? key : found.name;
     const id = newId("tcl");
+    // A round another session's client names is no round of this call: the link is dropped, the call goes on.
+    const answers = origin.answersCallId ? await this.callOfSession(origin.answersCallId, session.id) : null;
     // The record is written while the call is under way (it never waits for the database first): once, complete,
     // when the call ends within callRecordAfterMs, else inserted then and completed at the end. Either write is
     // awaited before the answer, and a failed one fails the request (the call ran but is not recorded).
@@ -582,6 +587,7 @@ export class Gateway {
       input: input === undefined ? null : storableJson(input),
       metadata: origin.metadata ? storableJson(origin.metadata) : null,
       created_at: createdAt.toISOString(),
+      answers_call_id: answers,
     };
     let recorded: Promise<void> | null = null;
     const insert = () => {
@@ -711,6 +717,17 @@ export class Gateway {
         ]),
       )
       .execute();
+  }
+
+  /** `callId` if it is a call of session `sessionId`, else null. */
+  private async callOfSession(callId: string, sessionId: string): Promise<string | null> {
+    const found = await this.db
+      .selectFrom("tool_calls")
+      .select("id")
+      .where("id", "=", callId)
+      .where("session_id", "=", sessionId)
+      .executeTakeFirst();
+    return found?.id ?? null;
   }
 
   private async sessionDeleted(sessionId: string): Promise<boolean> {

@@ -32,6 +32,7 @@ import {
 } from "../runtimes/pool.ts";
 import { Continuation, Continuations } from "./continuations.ts";
 import {
+  type CallOrigin,
   type CallOutcome,
   type Described,
   type Downstream,
@@ -43,6 +44,7 @@ import {
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
 import { logLevelOf } from "./log-levels.ts";
+import { answeredRound, roundState } from "./rounds.ts";
 import { runningRequests } from "./running-requests.ts";
 
 type Params = Record<string, unknown>;
@@ -284,14 +286,12 @@ export async function sessionMcpServer(
   server.setRequestHandler("resources/list", listing("resources/list") as never);
   server.setRequestHandler("resources/templates/list", listing("resources/templates/list") as never);
 
-  const origin = () => ({ transport: "mcp" as const, connectionId: serving.connectionId });
-
   const callOnConnection = async (req: ConnectionRequest, params: Params): Promise<Result> => {
     const current = await session();
     const { name, arguments: input, ...rest } = params;
     const key = String(name);
     const outcome = await gateway
-      .call(current, key, input as Params | undefined, origin(), {
+      .call(current, key, input as Params | undefined, callOrigin(serving, req, rest), {
         ...downstream(req),
         signal: req.signal,
         ...progressRelay(req),
@@ -608,34 +608,28 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
     live = { req, control: new AbortController() };
     continuation = new Continuation<CallEnd, LiveCall>(current.id, live);
     gateway
-      .call(
-        current,
-        key,
-        input as Params | undefined,
-        { transport: "mcp", connectionId: serving.connectionId },
-        {
-          capabilities,
-          connectionId: serving.connectionId,
-          ...(serving.paramHeaders ? { paramHeaders: serving.paramHeaders } : {}),
-          caller: () => ({
-            request: (embedded, signal) => continuation.ask(embedded, signal),
-            notify: (notification) => {
-              if (notification.method === "notifications/progress") return;
-              if (!logLevelAllows(requestLogLevel(live.req, serving.logLevel), notification)) return;
-              void live.req.notify(notification).catch(() => undefined);
-            },
-          }),
-          signal: live.control.signal,
-          onprogress: (progress) => {
-            const token = live.req._meta?.progressToken;
-            if (token === undefined) return;
-            void live.req
-              .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
-              .catch(() => undefined);
+      .call(current, key, input as Params | undefined, callOrigin(serving, req, rest), {
+        capabilities,
+        connectionId: serving.connectionId,
+        ...(serving.paramHeaders ? { paramHeaders: serving.paramHeaders } : {}),
+        caller: () => ({
+          request: (embedded, signal) => continuation.ask(embedded, signal),
+          notify: (notification) => {
+            if (notification.method === "notifications/progress") return;
+            if (!logLevelAllows(requestLogLevel(live.req, serving.logLevel), notification)) return;
+            void live.req.notify(notification).catch(() => undefined);
           },
-          params: forwardedParams(rest, req, requestLogLevel(req, serving.logLevel)),
+        }),
+        signal: live.control.signal,
+        onprogress: (progress) => {
+          const token = live.req._meta?.progressToken;
+          if (token === undefined) return;
+          void live.req
+            .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
+            .catch(() => undefined);
         },
-      )
+        params: forwardedParams(rest, req, requestLogLevel(req, serving.logLevel)),
+      })
       .then(
         (outcome) => continuation.end({ outcome }),
         (error: unknown) => continuation.end({ error }),
@@ -662,6 +656,16 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
   }
 }
 
+/** Where a tools/call comes from, as its record says: the MCP endpoint, its connection, the round it answers. */
+function callOrigin(serving: ServingContext, req: Pick<CallRequest, "requestState">, params: Params): CallOrigin {
+  const answers = answeredRound(req.requestState() ?? params.requestState);
+  return {
+    transport: "mcp",
+    connectionId: serving.connectionId,
+    ...(answers ? { answersCallId: answers.callId } : {}),
+  };
+}
+
 /** A call's outcome as the client gets it: the result with session-wide URIs, or its failure naming the provider. */
 async function toolCallResult(
   gateway: Gateway,
@@ -675,7 +679,10 @@ async function toolCallResult(
   if (outcome.result) {
     const names = gateway.namespaces(current);
     const result = exposeUris(outcome.result, names, outcome.record.session_provider_id);
-    return exposeTaskIds(result, names, outcome.record.session_provider_id);
+    const exposed = exposeTaskIds(result, names, outcome.record.session_provider_id);
+    // The retry that answers a round names it (see rounds.ts).
+    if (exposed.resultType !== "input_required") return exposed;
+    return { ...exposed, requestState: roundState(outcome.record.id, exposed.requestState) };
   }
   const failure = outcome.failure ?? new UpstreamFailure("upstream_unavailable", "The tool call failed.");
   const reason = failure instanceof ReauthenticationNeeded ? failure.clientMessage : failure.message;
@@ -707,12 +714,15 @@ function forwardedParams(
   req: Pick<CallRequest, "inputResponses" | "requestState">,
   logLevel: LoggingLevel | null | undefined,
 ): Params {
-  const { _meta: meta, ...rest } = params as Params & { _meta?: Params };
+  const { _meta: meta, requestState: ownState, ...rest } = params as Params & { _meta?: Params };
   const kept = Object.fromEntries(Object.entries(meta ?? {}).filter(([key]) => !ENVELOPE_KEYS.has(key)));
   // The level the client asked for: a 2026-07-28 upstream sends log messages only for requests that carry one.
   if (logLevel) kept[LOG_LEVEL_META_KEY] = logLevel;
   const inputResponses = req.inputResponses ?? rest.inputResponses;
-  const requestState = req.requestState() ?? rest.requestState;
+  const given = req.requestState() ?? ownState;
+  // The upstream gets back its own state, not the round's wrapping (see rounds.ts).
+  const round = answeredRound(given);
+  const requestState = round ? round.upstreamState : given;
   return {
     ...rest,
     ...(Object.keys(kept).length > 0 ? { _meta: kept } : {}),

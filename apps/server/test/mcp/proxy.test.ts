@@ -344,14 +344,26 @@ describe("server→client requests", () => {
     const now = await modernClient(own, { elicitation: {} });
     now.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { ok: true } }));
     expect(firstText(await now.callTool({ name: "confirm", arguments: {} }))).toBe("confirmed");
-    // Each exchange with the upstream is a call record of its own: the round that asked, then the answered retry.
-    const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
-      params: { path: { session_id: own.id }, query: { order: "desc" } },
-    });
-    expect(data?.items.map((i) => [i.tool_key, i.status, (i.output as { resultType?: string }).resultType])).toEqual([
-      ["confirm", "succeeded", undefined],
-      ["confirm", "succeeded", "input_required"],
-    ]);
+    // Each exchange with the upstream is a call record of its own: the round that asked, then the answered retry,
+    // which names the round (the upstream got its own requestState back: it answered "confirmed").
+    for (const session of [onlyModern, own]) {
+      const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+        params: { path: { session_id: session.id }, query: { order: "desc", limit: 2 } },
+      });
+      const [retry, round] = data?.items ?? [];
+      expect(
+        [retry, round].map((i) => [
+          i?.tool_key,
+          i?.status,
+          (i?.output as { resultType?: string } | undefined)?.resultType,
+        ]),
+      ).toEqual([
+        ["confirm", "succeeded", undefined],
+        ["confirm", "succeeded", "input_required"],
+      ]);
+      expect(retry?.answers_call_id).toBe(round?.id);
+      expect(round?.answers_call_id).toBeNull();
+    }
   });
 });
 

@@ -12,6 +12,8 @@ export interface ModernUpstream {
 }
 
 const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
+/** The requestState of `confirm`'s input_required round. */
+const CONFIRM_STATE = "confirm.round-1";
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -114,8 +116,12 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
                   requestedSchema: { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] },
                 }),
               },
+              requestState: CONFIRM_STATE,
             });
           }
+          // The retry must bring back the state this round gave out, as it was.
+          const state = ctx.mcpReq.requestState();
+          if (state !== CONFIRM_STATE) return text(`requestState came back as ${JSON.stringify(state)}`);
           return text(answer.action === "accept" && answer.content?.ok ? "confirmed" : "declined");
         }
         case "grow": {

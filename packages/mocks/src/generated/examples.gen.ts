@@ -711,6 +711,7 @@ export function toolCallExample() {
         error: null,
         metadata: null,
         task: null,
+        answers_call_id: null,
         created_at: '2026-11-23T09:30:00.000Z',
         completed_at: '2026-11-23T09:30:00.412Z'
     };

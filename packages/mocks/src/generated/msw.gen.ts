@@ -752,6 +752,7 @@ export function handleGetToolCall(response?: HandleGetToolCallResponse | HttpRes
             error: null,
             metadata: null,
             task: null,
+            answers_call_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             completed_at: '2026-11-23T09:30:00.412Z'
         };
@@ -835,6 +836,7 @@ export function handleCreateSessionToolCall(response?: HandleCreateSessionToolCa
             error: null,
             metadata: null,
             task: null,
+            answers_call_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             completed_at: '2026-11-23T09:30:00.412Z'
         };
@@ -891,6 +893,7 @@ export function handleGetSessionToolCall(response?: HandleGetSessionToolCallResp
             error: null,
             metadata: null,
             task: null,
+            answers_call_id: null,
             created_at: '2026-11-23T09:30:00.000Z',
             completed_at: '2026-11-23T09:30:00.412Z'
         };

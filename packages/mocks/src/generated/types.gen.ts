@@ -944,7 +944,7 @@ export type ToolCall = {
      */
     type: 'tool_call';
     /**
-     * `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`. Each exchange with the upstream is a call of its own: when a 2026-07-28 upstream asks the client something first, the round that asked is `succeeded` with the `input_required` result as its `output`, and the retry that brings the answers is the next call; a task-augmented call (MCP tasks) is `succeeded` once the upstream created the task, with the task as its `output`, and `task` follows the task from then on.
+     * `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`. Each exchange with the upstream is a call of its own: when a 2026-07-28 upstream asks the client something first, the round that asked is `succeeded` with the `input_required` result as its `output`, and the retry that brings the answers is the next call, naming the round in `answers_call_id`; a task-augmented call (MCP tasks) is `succeeded` once the upstream created the task, with the task as its `output`, and `task` follows the task from then on.
      */
     status: 'waiting_for_response' | 'succeeded' | 'failed' | 'cancelled';
     /**
@@ -1002,6 +1002,10 @@ export type ToolCall = {
      * The task the call created (a task-augmented call, MCP tasks), with its status and outcome as this server last saw them; null for any other call. Extends the documented fields.
      */
     task: ToolCallTask | null;
+    /**
+     * The call (`tcl_…`) whose `input_required` round this call answers: the client's retry that brings the answers the upstream asked for (MCP 2026-07-28), or null for any other call. Following it back gives every round of one tool invocation. Extends the documented fields.
+     */
+    answers_call_id: string | null;
     created_at: Timestamp;
     /**
      * When the call succeeded or failed (ISO 8601 UTC with milliseconds), or null while it is waiting.

@@ -3267,6 +3267,7 @@ export interface components {
          *       "error": null,
          *       "metadata": null,
          *       "task": null,
+         *       "answers_call_id": null,
          *       "created_at": "2026-11-23T09:30:00.000Z",
          *       "completed_at": "2026-11-23T09:30:00.412Z"
          *     }
@@ -3294,7 +3295,7 @@ export interface components {
              */
             type: "tool_call";
             /**
-             * @description `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`. Each exchange with the upstream is a call of its own: when a 2026-07-28 upstream asks the client something first, the round that asked is `succeeded` with the `input_required` result as its `output`, and the retry that brings the answers is the next call; a task-augmented call (MCP tasks) is `succeeded` once the upstream created the task, with the task as its `output`, and `task` follows the task from then on.
+             * @description `waiting_for_response` — routed to the upstream, no answer yet. `succeeded` — the upstream returned a result, in `output` (possibly one with `isError` true). `failed` — no result was obtained; `error` says why. `cancelled` — the client cancelled the call (MCP `notifications/cancelled`, or its connection closed) before a result came; the cancellation was forwarded to the upstream and `error.code` is `cancelled`. Each exchange with the upstream is a call of its own: when a 2026-07-28 upstream asks the client something first, the round that asked is `succeeded` with the `input_required` result as its `output`, and the retry that brings the answers is the next call, naming the round in `answers_call_id`; a task-augmented call (MCP tasks) is `succeeded` once the upstream created the task, with the task as its `output`, and `task` follows the task from then on.
              * @example succeeded
              * @enum {string}
              */
@@ -3345,6 +3346,11 @@ export interface components {
             metadata: components["schemas"]["NullableMetadata"];
             /** @description The task the call created (a task-augmented call, MCP tasks), with its status and outcome as this server last saw them; null for any other call. Extends the documented fields. */
             task: components["schemas"]["ToolCallTask"] | null;
+            /**
+             * @description The call (`tcl_…`) whose `input_required` round this call answers: the client's retry that brings the answers the upstream asked for (MCP 2026-07-28), or null for any other call. Following it back gives every round of one tool invocation. Extends the documented fields.
+             * @example null
+             */
+            answers_call_id: string | null;
             created_at: components["schemas"]["Timestamp"];
             /**
              * Format: date-time

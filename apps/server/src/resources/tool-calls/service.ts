@@ -153,6 +153,7 @@ function toApi(r: Row<"tool_calls"> & { consumer_id: string | null }): ToolCall 
             result: r.task_result as NonNullable<ToolCall["task"]>["result"],
             updated_at: iso(r.task_updated_at ?? r.created_at),
           },
+    answers_call_id: r.answers_call_id,
     created_at: iso(r.created_at),
     completed_at: isoOrNull(r.completed_at),
   };

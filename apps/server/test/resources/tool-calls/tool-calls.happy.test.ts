@@ -135,6 +135,7 @@ describe("POST /sessions/:session_id/tool-calls", () => {
       error: null,
       metadata: { ticket: "4711" },
       task: null,
+      answers_call_id: null,
       created_at: expect.stringMatching(ISO),
       completed_at: expect.stringMatching(ISO),
     });

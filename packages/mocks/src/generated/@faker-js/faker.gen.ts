@@ -551,6 +551,7 @@ export const fakeToolCall = (options?: Options): ToolCall => {
         error: f.datatype.boolean() ? fakeToolCallError(options) : null,
         metadata: fakeNullableMetadata(options),
         task: f.datatype.boolean() ? fakeToolCallTask(options) : null,
+        answers_call_id: f.datatype.boolean() ? f.string.sample() : null,
         created_at: fakeTimestamp(options),
         completed_at: f.datatype.boolean() ? f.date.recent().toISOString() : null
     };
