@@ -69,6 +69,7 @@ export class ProviderDeploymentService {
       "description",
       "metadata",
       "now",
+      "runnerChecked",
     ] as const;
     this.createQuery = prepared(createFields, (p) => {
       const insert = db
@@ -118,6 +119,22 @@ export class ProviderDeploymentService {
                   .where("c.instance_id", "=", p.instanceId)
                   .whereRef("c.provider_id", "=", "providers.id"),
               ),
+            )
+            // A version that runs a package needs its runner on this server: such a create goes through
+            // assertRunsHere first, and only then inserts (runnerChecked).
+            .where((eb) =>
+              eb.or([
+                sql<boolean>`${p.runnerChecked}::boolean`,
+                eb.not(
+                  eb.exists(
+                    eb
+                      .selectFrom("provider_versions as rv")
+                      .select("rv.id")
+                      .where(sql<boolean>`rv.id = coalesce(${p.versionId}::text, providers.current_version_id)`)
+                      .where(sql<boolean>`rv.runtime->>'type' = 'stdio' and rv.runtime->'package' is not null`),
+                  ),
+                ),
+              ]),
             ),
         )
         .returningAll();
@@ -154,11 +171,23 @@ export class ProviderDeploymentService {
 
   /**
    * One statement: the insert selects from the provider and checks the locked version and the default config in
-   * its WHERE, and the CTE's row is read back with the joins of `get`. Only when nothing was inserted do the
-   * lookups run one by one, to say which reference is wrong.
+   * its WHERE, and the CTE's row is read back with the joins of `get`. A version that runs a package (an MCP
+   * Registry import) is inserted only once its runner is known to be here (a 409 otherwise). Only when nothing was
+   * inserted do the lookups run one by one, to say which reference is wrong.
    */
   async create(instanceId: string, body: DeploymentCreate, retried = false): Promise<Deployment> {
+    const row = await this.insert(instanceId, body, false);
+    if (row) return toApi(row);
     await this.assertRunsHere(instanceId, body);
+    const checked = await this.insert(instanceId, body, true);
+    if (checked) return toApi(checked);
+    await this.explainRejectedCreate(instanceId, body);
+    // The references were fine a moment later: one of them changed concurrently, so try once more.
+    if (retried) throw new ApiError("conflict", "The provider, version or config changed meanwhile; retry.");
+    return this.create(instanceId, body, true);
+  }
+
+  private async insert(instanceId: string, body: DeploymentCreate, runnerChecked: boolean) {
     const query = this.createQuery({
       id: newId("pde"),
       instanceId,
@@ -169,13 +198,9 @@ export class ProviderDeploymentService {
       description: body.description ?? null,
       metadata: body.metadata === undefined ? null : JSON.stringify(body.metadata),
       now: new Date(),
+      runnerChecked,
     });
-    const row = (await this.db.executeQuery(query)).rows[0];
-    if (row) return toApi(row);
-    await this.explainRejectedCreate(instanceId, body);
-    // The references were fine a moment later: one of them changed concurrently, so try once more.
-    if (retried) throw new ApiError("conflict", "The provider, version or config changed meanwhile; retry.");
-    return this.create(instanceId, body, true);
+    return (await this.db.executeQuery(query)).rows[0];
   }
 
   /**
