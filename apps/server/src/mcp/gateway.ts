@@ -236,8 +236,9 @@ const envMs = (name: string, fallback: number): number => {
 /** How long a listing waits for any one provider before leaving it out (TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS). */
 export const listTimeoutMs = () => envMs("TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS", 5_000);
 
-/** MCP task statuses a task never leaves. */
+/** MCP's task statuses, and those a task never leaves. */
 const TERMINAL_TASK_STATUSES = ["completed", "failed", "cancelled"];
+const TASK_STATUSES = ["working", "input_required", ...TERMINAL_TASK_STATUSES];
 
 /** A call's record as first written (`waiting_for_response`); JSON columns as JSON text. */
 type CallRecord = Record<(typeof RECORD_COLUMNS)[number], string | null>;
@@ -690,7 +691,7 @@ export class Gateway {
       .updateTable("tool_calls")
       .set({
         task_id: task.taskId,
-        task_status: typeof task.status === "string" ? task.status : "working",
+        task_status: TASK_STATUSES.includes(task.status as string) ? (task.status as string) : "working",
         task_updated_at: new Date(),
       })
       .where("id", "=", record.id)
@@ -704,18 +705,19 @@ export class Gateway {
    * terminal status never changes, and an answer that left earlier may arrive later).
    */
   async taskSeen(sessionProviderId: string, taskId: string, seen: { status: string; result?: Item }): Promise<void> {
+    if (!TASK_STATUSES.includes(seen.status)) return; // an upstream's own word: the API answers only MCP's
     const result = seen.result ? storableJson(seen.result) : undefined;
+    const terminal = sql<boolean>`coalesce(task_status in (${sql.join(TERMINAL_TASK_STATUSES)}), false)`;
     await this.db
       .updateTable("tool_calls")
-      .set({ task_status: seen.status, ...(result ? { task_result: result } : {}), task_updated_at: new Date() })
+      .set({
+        task_status: sql<string>`case when ${terminal} then task_status else ${seen.status} end`,
+        ...(result ? { task_result: result } : {}),
+        task_updated_at: new Date(),
+      })
       .where("session_provider_id", "=", sessionProviderId)
       .where("task_id", "=", taskId)
-      .where((eb) =>
-        eb.or([
-          eb("task_status", "not in", TERMINAL_TASK_STATUSES),
-          ...(result ? [eb("task_result", "is", null)] : []),
-        ]),
-      )
+      .where((eb) => eb.or([eb.not(terminal), ...(result ? [eb("task_result", "is", null)] : [])]))
       .execute();
   }
 

@@ -25,9 +25,25 @@ export class ConnectionLogLevels {
     changes: ChangeFeed | undefined,
   ) {
     changes?.listen(LOG_LEVEL_CHANNEL, (payload) => {
+      // null: notices may have been missed (the listening connection was re-established), so read them all.
+      if (payload === null) return void this.reloadHeld().catch(() => undefined);
       const notice = parseNotice(payload);
       if (notice) this.holders.get(notice.connectionId)?.(notice.level);
     });
+  }
+
+  /** Applies the stored level of every connection held here (a level set elsewhere while notices were lost). */
+  private async reloadHeld(): Promise<void> {
+    if (this.holders.size === 0) return;
+    const rows = await this.db
+      .selectFrom("mcp_connections")
+      .select(["id", "log_level"])
+      .where("id", "in", [...this.holders.keys()])
+      .execute();
+    for (const { id, log_level } of rows) {
+      const level = logLevelOf(log_level);
+      if (level) this.holders.get(id)?.(level);
+    }
   }
 
   /** Applies levels set elsewhere to the connection `connectionId` held here, until the returned function is called. */

@@ -477,8 +477,13 @@ export async function sessionMcpServer(
       { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), taskId: target.uri },
       { untilDone: method === "tasks/result" },
     );
+    // The record follows the task where it can; the client's answer does not wait on that write failing.
     const seen = taskSeenIn(method, result);
-    if (seen) await gateway.taskSeen(target.provider.sessionProviderId, target.uri, seen);
+    if (seen) {
+      await gateway.taskSeen(target.provider.sessionProviderId, target.uri, seen).catch((error: unknown) => {
+        serving.log.warn({ err: errorMessage(error) }, "task not recorded");
+      });
+    }
     return exposeTaskIds(
       exposeUris(result, names, target.provider.sessionProviderId),
       names,

@@ -513,6 +513,16 @@ describe("tasks", () => {
     expect(finished).toMatchObject({ tool_key: "everything-http_simulate-research-query", status: "succeeded" });
     expect(finished?.task).toMatchObject({ id: upstreamTaskId, status: "completed" });
     expect(JSON.stringify(finished?.task?.result)).toContain("Research Report: proxies");
+    // A terminal status stays (MCP): an outcome fetched later is added to it, the status is not replaced.
+    await t.db
+      .updateTable("tool_calls")
+      .set({ task_status: "cancelled", task_result: null })
+      .where("id", "=", finished?.id ?? "")
+      .execute();
+    await client.request({ method: "tasks/result", params: { taskId } }, CallToolResultSchema);
+    const refetched = (await record())?.task;
+    expect(refetched?.status).toBe("cancelled");
+    expect(JSON.stringify(refetched?.result)).toContain("Research Report: proxies");
     const unknown = client.request({ method: "tasks/get", params: { taskId: "nobody+t1" } }, GetTaskResultSchema);
     await expect(unknown).rejects.toThrow(/not known to this session/);
   });

@@ -131,7 +131,9 @@ export class ProviderDeploymentService {
                       .selectFrom("provider_versions as rv")
                       .select("rv.id")
                       .where(sql<boolean>`rv.id = coalesce(${p.versionId}::text, providers.current_version_id)`)
-                      .where(sql<boolean>`rv.runtime->>'type' = 'stdio' and rv.runtime->'package' is not null`),
+                      .where(
+                        sql<boolean>`rv.runtime->>'type' = 'stdio' and jsonb_typeof(rv.runtime->'package') = 'object'`,
+                      ),
                   ),
                 ),
               ]),
