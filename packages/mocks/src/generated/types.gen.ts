@@ -864,13 +864,13 @@ export type ToolCallTool = {
 };
 
 /**
- * The result the upstream MCP server returned for the call: its `CallToolResult`, stored as received (hence the MCP field names `structuredContent`, `isError` and `_meta`). A result with `isError` true is a tool-level error reported by the tool itself; the call still counts as `succeeded`.
+ * The result the upstream MCP server returned for the call: its `CallToolResult`, stored as received (hence the MCP field names `structuredContent`, `isError` and `_meta`). A result with `isError` true is a tool-level error reported by the tool itself; the call still counts as `succeeded`. Not every result has `content`: a 2026-07-28 upstream may leave it out, an `input_required` round's result has `resultType`, `inputRequests` and `requestState` instead, and a task-augmented call's has the created `task`.
  */
 export type ToolCallOutput = {
     /**
      * The content blocks of the result (text, image, audio, resource links, embedded resources).
      */
-    content: Array<{
+    content?: Array<{
         /**
          * The kind of content block, for example `text`, `image`, `audio`, `resource_link` or `resource`.
          */

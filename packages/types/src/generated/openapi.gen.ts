@@ -3139,7 +3139,7 @@ export interface components {
             input_schema: components["schemas"]["JsonSchemaObject"];
         };
         /**
-         * @description The result the upstream MCP server returned for the call: its `CallToolResult`, stored as received (hence the MCP field names `structuredContent`, `isError` and `_meta`). A result with `isError` true is a tool-level error reported by the tool itself; the call still counts as `succeeded`.
+         * @description The result the upstream MCP server returned for the call: its `CallToolResult`, stored as received (hence the MCP field names `structuredContent`, `isError` and `_meta`). A result with `isError` true is a tool-level error reported by the tool itself; the call still counts as `succeeded`. Not every result has `content`: a 2026-07-28 upstream may leave it out, an `input_required` round's result has `resultType`, `inputRequests` and `requestState` instead, and a task-augmented call's has the created `task`.
          * @example {
          *       "content": [
          *         {
@@ -3152,7 +3152,7 @@ export interface components {
          */
         ToolCallOutput: {
             /** @description The content blocks of the result (text, image, audio, resource links, embedded resources). */
-            content: ({
+            content?: ({
                 /**
                  * @description The kind of content block, for example `text`, `image`, `audio`, `resource_link` or `resource`.
                  * @example text

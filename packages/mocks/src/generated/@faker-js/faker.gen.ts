@@ -484,9 +484,9 @@ export const fakeToolCallTool = (options?: Options): ToolCallTool => {
 export const fakeToolCallOutput = (options?: Options): ToolCallOutput => {
     const f = options?.faker ?? faker;
     return {
-        content: f.helpers.multiple(() => ({
-            type: f.string.sample()
-        })),
+        ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { content: f.helpers.multiple(() => ({
+                type: f.string.sample()
+            })) },
         ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { structuredContent: {} },
         ...!resolveCondition(options?.includeOptional ?? true, f) ? {} : { isError: f.datatype.boolean() }
     };
