@@ -8,7 +8,7 @@ import { LOG_LEVELS } from "../runtimes/pool.ts";
 const LOG_LEVEL_CHANNEL = "toolplane_mcp_log_level";
 
 /** `value` if it is an MCP log level, else undefined (a stored or announced level is checked before use). */
-export const logLevelOf = (value: unknown): LoggingLevel | undefined =>
+export const asLogLevel = (value: unknown): LoggingLevel | undefined =>
   LOG_LEVELS.includes(value as LoggingLevel) ? (value as LoggingLevel) : undefined;
 
 /**
@@ -41,7 +41,7 @@ export class ConnectionLogLevels {
       .where("id", "in", [...this.holders.keys()])
       .execute();
     for (const { id, log_level } of rows) {
-      const level = logLevelOf(log_level);
+      const level = asLogLevel(log_level);
       if (level) this.holders.get(id)?.(level);
     }
   }
@@ -76,7 +76,7 @@ function parseNotice(payload: string | null): { connectionId: string; level: Log
   if (!payload) return null;
   try {
     const { connectionId, level } = JSON.parse(payload) as Record<string, unknown>;
-    const checked = logLevelOf(level);
+    const checked = asLogLevel(level);
     return typeof connectionId === "string" && checked ? { connectionId, level: checked } : null;
   } catch {
     return null;

@@ -25,7 +25,7 @@ import { answerFastCall, answerSessionCall, fastCallOf, type SessionLane, sessio
 import { Gateway } from "./gateway.ts";
 import type { GatewaySession, LoadGatewaySession } from "./gateway-session.ts";
 import { SessionSubscriptions } from "./listen.ts";
-import { ConnectionLogLevels, logLevelOf } from "./log-levels.ts";
+import { asLogLevel, ConnectionLogLevels } from "./log-levels.ts";
 import { ReplayBuffer, replayLimit } from "./replay-buffer.ts";
 import { Cancellations, runningRequests } from "./running-requests.ts";
 import { type ServingContext, sessionMcpServer } from "./server.ts";
@@ -255,7 +255,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
   /** How a request of a connection another replica holds is served: as its client declared and set it there. */
   const servingStored = (req: Request, connectionId: string, sessionId: string, stored: StoredConnection) => {
     const serving = servingFor(req, connectionId, false);
-    const logLevel = logLevelOf(stored.log_level);
+    const logLevel = asLogLevel(stored.log_level);
     return Object.assign(serving, {
       clientCapabilities: stored.client_capabilities,
       ...(logLevel ? { logLevel } : {}),
@@ -490,9 +490,9 @@ export function mcpGatewayRouter(deps: AppDeps): {
       const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
       // The level its client sets on another replica (where its requests may land) applies to this connection too.
       release = logLevels.hold(connectionId, (level) => {
-        server.applyLogLevel?.(level).catch((error: unknown) => {
-          deps.logger.warn({ err: error instanceof Error ? error.message : String(error) }, "log level not applied");
-        });
+        server
+          .applyLogLevel?.(level)
+          .catch((error: unknown) => deps.logger.warn({ err: error }, "log level not applied"));
       });
       const { callOnConnection } = server;
       if (callOnConnection) {

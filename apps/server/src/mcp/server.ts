@@ -43,7 +43,7 @@ import {
 } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
-import { logLevelOf } from "./log-levels.ts";
+import { asLogLevel } from "./log-levels.ts";
 import { answeredRound, roundState } from "./rounds.ts";
 import { runningRequests } from "./running-requests.ts";
 
@@ -771,7 +771,7 @@ function requestLogLevel(
   connectionLevel?: LoggingLevel,
 ): LoggingLevel | null | undefined {
   if (!req.envelope) return connectionLevel;
-  return logLevelOf(req.envelope[LOG_LEVEL_META_KEY]) ?? null;
+  return asLogLevel(req.envelope[LOG_LEVEL_META_KEY]) ?? null;
 }
 
 /** Whether `notification` may reach a client that wants the log messages of `level` (see requestLogLevel). */

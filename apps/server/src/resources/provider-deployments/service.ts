@@ -120,8 +120,8 @@ export class ProviderDeploymentService {
                   .whereRef("c.provider_id", "=", "providers.id"),
               ),
             )
-            // A version that runs a package needs its runner on this server: such a create goes through
-            // assertRunsHere first, and only then inserts (runnerChecked).
+            // A version that runs a package (runnerProblem's case: a stdio runtime with a package) needs its runner
+            // on this server: such a create goes through assertRunsHere first, and only then inserts (runnerChecked).
             .where((eb) =>
               eb.or([
                 sql<boolean>`${p.runnerChecked}::boolean`,
