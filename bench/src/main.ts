@@ -22,6 +22,7 @@ import {
   createSession,
   sessionClients,
   sseClient,
+  startForwarder,
   startModernUpstream,
   startPeer,
   startUpstream,
@@ -393,6 +394,34 @@ const PEER = {
   what: "mcp-hub 4.2.1 (its HTTP+SSE /mcp, a 2025-06-18 client) → server-everything",
 };
 
+/**
+ * Figure 4's floor (4j, 4k): a byte-forwarding process (forwarder.ts: no parsing, no session, no database) between
+ * the client and each upstream, compared with the same direct baseline as the gateway's legs. What it adds is what
+ * any process in between costs on this machine (one more loopback hop each way, one more process to wake), the
+ * part of the gateway's figures that no gateway could save.
+ */
+const FLOOR = [
+  { id: "2025", leg: "forwarder 2025", base: "direct 2025-11-25", what: "a 2025-11-25 client → server-everything" },
+  { id: "2026-07-28", leg: "forwarder 2026", base: "direct 2026-07-28", what: "a 2026-07-28 client → SDK v2" },
+] as const;
+
+/** One row for both eras of the floor, from a figure made per era. */
+function floorFigure(id: string, load: string, measure: (row: (typeof FLOOR)[number]) => FigureResult): FigureResult {
+  const [older, modern] = FLOOR.map(measure) as [FigureResult, FigureResult];
+  const problem = older.note ?? modern.note;
+  return {
+    id,
+    title: `tools/call, ${load}: a process that only forwards bytes (no parsing, no database) vs direct, ${FLOOR.map((row) => row.what).join("; ")}`,
+    measured: `${FLOOR[0].id}: ${older.measured}; ${FLOOR[1].id}: ${modern.measured}`,
+    value: older.value,
+    display: `${older.display} (2025); ${modern.display} (2026-07-28)`,
+    target: "— (what any process in between costs here)",
+    status: problem ? "invalid" : "reference",
+    ...(problem ? { note: problem } : {}),
+    data: { [FLOOR[0].id]: older.data, [FLOOR[1].id]: modern.data },
+  };
+}
+
 type Latency = Awaited<ReturnType<typeof compareCallLatency>>[string];
 type CallRate = Awaited<ReturnType<typeof compareCallThroughput>>[string];
 
@@ -406,7 +435,7 @@ function addedLatency(id: string, what: string, via: Latency, direct: Latency, e
     title: `tools/call, 1 in flight: ${what} vs direct (added p50 / p99)`,
     measured: `p50 ${fmt.ms(via.p50Ms)} vs ${fmt.ms(direct.p50Ms)}, p99 ${fmt.ms(via.p99Ms)} vs ${fmt.ms(direct.p99Ms)}`,
     value: p50,
-    display: `+${fmt.ms(p50)} / +${fmt.ms(p99)}`,
+    display: `${fmt.addedMs(p50)} / ${fmt.addedMs(p99)}`,
     target: MCP_FIGURES[4].target,
     status: p50 <= 1 && p99 <= 5 ? "pass" : "miss",
     data: { via, direct },
@@ -511,8 +540,14 @@ async function mcpFigures(figures: FigureResult[], profileDir?: string) {
           "direct 2026-07-28": streamableClient(modern.url, {}, "2026-07-28", modern),
           "direct 2025-06-18": streamableClient(everything.url, {}, "2025-06-18", everything),
         };
-        await Promise.all([peerClient, ...Object.values(direct)].map(checkClient));
-        const legs: Record<string, OpenCaller> = { ...direct, ...gateway, [PEER.leg]: peerClient };
+        const forwarders = await Promise.all([startForwarder(everything), startForwarder(modern)]);
+        for (const forwarder of forwarders) closers.push(forwarder.close);
+        const floor = {
+          [FLOOR[0].leg]: streamableClient(forwarders[0].url, {}, "2025-11-25", everything),
+          [FLOOR[1].leg]: streamableClient(forwarders[1].url, {}, "2026-07-28", modern),
+        };
+        await Promise.all([peerClient, ...Object.values(direct), ...Object.values(floor)].map(checkClient));
+        const legs: Record<string, OpenCaller> = { ...direct, ...gateway, [PEER.leg]: peerClient, ...floor };
         log(
           `figure 4: tools/call, ${Object.keys(legs).length} clients, ${settings.latency.rounds} × ${settings.latency.perRound} calls each in turns`,
         );
@@ -551,6 +586,10 @@ async function mcpFigures(figures: FigureResult[], profileDir?: string) {
             : { status: (ours.value ?? Infinity) < (peerLatency.value ?? 0) && oursP99 < peerP99 ? "pass" : "miss" }),
         });
 
+        figures.push(
+          floorFigure("4j floor", "1 in flight", (row) => addedLatency(row.id, row.what, of(row.leg), of(row.base))),
+        );
+
         figures.push({
           id: `4i ${database}`,
           title:
@@ -576,6 +615,7 @@ async function mcpFigures(figures: FigureResult[], profileDir?: string) {
           "2025 → 2025",
           "2026 → 2026",
           PEER.leg,
+          ...FLOOR.map((row) => row.leg),
         ];
         log(`figure 4: ${load.connections} clients each, ${load.slices} × ${load.sliceSeconds} s per leg in turns`);
         const rates = await compareCallThroughput(
@@ -611,6 +651,11 @@ async function mcpFigures(figures: FigureResult[], profileDir?: string) {
             ? {}
             : { status: (oursRate.value ?? 0) > (peerRate.value ?? Infinity) ? "pass" : "miss" }),
         });
+        figures.push(
+          floorFigure(`4k floor`, `${settings.mcpConnections} in flight`, (row) =>
+            throughputRatio(row.id, row.what, rate(row.leg), rate(row.base)),
+          ),
+        );
       }
     }
     if (wants(5) && !profileDir) {

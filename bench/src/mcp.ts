@@ -90,15 +90,7 @@ export async function startUpstream(root: string): Promise<Upstream> {
  * speaks only the 2025 revisions.
  */
 export async function startModernUpstream(): Promise<Upstream> {
-  const child = fork(fileURLToPath(new URL("./modern-upstream.ts", import.meta.url)), [], {
-    cwd: fileURLToPath(new URL("..", import.meta.url)),
-    execArgv: ["--import", "tsx"],
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once("message", (message: { url: string }) => resolve(message.url));
-    child.once("exit", (code) => reject(new Error(`the 2026-07-28 upstream exited with ${code}`)));
-  });
+  const { url, child } = await forkServer("modern-upstream.ts", [], "the 2026-07-28 upstream");
   return {
     slug: "bench-modern",
     url,
@@ -106,6 +98,29 @@ export async function startModernUpstream(): Promise<Upstream> {
     call: { tool: "shout", arguments: { text: "bench" }, expect: "BENCH" },
     close: () => stop(child),
   };
+}
+
+/** A process of bench/src under the tsx loader that serves HTTP and sends its URL to the parent once it listens. */
+async function forkServer(script: string, args: string[], what: string) {
+  const child = fork(fileURLToPath(new URL(`./${script}`, import.meta.url)), args, {
+    cwd: fileURLToPath(new URL("..", import.meta.url)),
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once("message", (message: { url: string }) => resolve(message.url));
+    child.once("exit", (code) => reject(new Error(`${what} exited with ${code}`)));
+  });
+  return { url, child };
+}
+
+/**
+ * Figure 4's floor: a byte-forwarding process in front of `upstream` (forwarder.ts). Its URL serves what the
+ * upstream's does, so the same clients call it.
+ */
+export async function startForwarder(upstream: Upstream): Promise<{ url: string; close(): Promise<void> }> {
+  const { url, child } = await forkServer("forwarder.ts", [upstream.url], `the forwarder to ${upstream.slug}`);
+  return { url, close: () => stop(child) };
 }
 
 export interface Peer {

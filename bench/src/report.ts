@@ -1,6 +1,7 @@
 // The result model, the console table and the Markdown table.
 
-export type Status = "pass" | "miss" | "not measured" | "invalid" | "pending";
+/** `reference`: measured for comparison, with no target of its own (figure 4's floor). */
+export type Status = "pass" | "miss" | "not measured" | "invalid" | "pending" | "reference";
 
 export interface FigureResult {
   /** "1 PGlite", "6 no-op generate", … */
@@ -45,6 +46,8 @@ export function check(value: number, op: "<=" | ">=", target: number): "pass" | 
 export const fmt = {
   int: (n: number) => Math.round(n).toLocaleString("en-US"),
   ms: (n: number) => `${n < 10 ? n.toFixed(2) : n.toFixed(1)} ms`,
+  /** A difference in ms, with its sign: "+1.20 ms", "−0.74 ms". */
+  addedMs: (n: number) => `${n < 0 ? "−" : "+"}${fmt.ms(Math.abs(n))}`,
   s: (n: number) => `${n < 10 ? n.toFixed(2) : n.toFixed(1)} s`,
   ratio: (n: number) => `${n.toFixed(2)}×`,
 };
