@@ -491,23 +491,39 @@ export async function sessionMcpServer(
     );
   };
 
-  /** Other requests the gateway has no merge rule for: passed through when one provider can own them. */
+  /**
+   * The provider and upstream a request of a method the gateway has no merge rule for goes to: the session's one
+   * provider, else the one that can own the method (see methodOwners), connected as for this client (an upstream may
+   * offer an extension only to a client that declares it). None or several: MethodNotFound, naming the candidates.
+   */
+  const methodOwner = async (method: string, through: Downstream) => {
+    const current = await session();
+    const only = current.providers.length === 1 ? current.providers[0] : undefined;
+    if (only) return { provider: only, upstream: await gateway.upstreamFor(current.instanceId, only, through) };
+    const owners = methodOwners(method, await gateway.describe(current, through));
+    const [owner] = owners;
+    if (owners.length === 1 && owner?.upstream) return { provider: owner.provider, upstream: owner.upstream };
+    const slugs = owners.map((d) => d.provider.providerSlug);
+    const why =
+      slugs.length === 0
+        ? "no provider of this session declares an extension or experimental capability that could offer it"
+        : `providers ${slugs.join(", ")} may each offer it; it is sent to none of them`;
+    throw new ProtocolError(
+      ProtocolErrorCode.MethodNotFound,
+      `Method not found: ${method} (${why}).`,
+      slugs.length > 0 ? { providers: slugs } : undefined,
+    );
+  };
+
+  /** Other requests the gateway has no merge rule for (methods of extensions, say): to the provider that owns them. */
   server.fallbackRequestHandler = async (request, ctx) => {
+    const { mcpReq } = ctx as ServerContext;
     if (request.method.startsWith("tasks/")) {
       return task(request.method, (request.params ?? {}) as Params, ctx as ServerContext) as never;
     }
-    const current = await session();
-    const only = current.providers.length === 1 ? current.providers[0] : undefined;
-    if (!only) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${request.method}`);
-    const upstream = await gateway.upstreamFor(current.instanceId, only, downstream((ctx as ServerContext).mcpReq));
-    const params = request.params
-      ? forwardedParams(
-          request.params as Params,
-          (ctx as ServerContext).mcpReq,
-          logLevelOf((ctx as ServerContext).mcpReq),
-        )
-      : undefined;
-    return forward(ctx as ServerContext, only, upstream, request.method, params) as never;
+    const { provider, upstream } = await methodOwner(request.method, downstream(mcpReq));
+    const params = request.params ? forwardedParams(request.params as Params, mcpReq, logLevelOf(mcpReq)) : undefined;
+    return forward(ctx as ServerContext, provider, upstream, request.method, params) as never;
   };
 
   const forward = (
@@ -848,7 +864,7 @@ function mergedInstructions(described: Described[]): string {
 /**
  * A capability of the session made of its upstreams': whatever any of them offers, merged member by member. For
  * `tasks` (each task is routed to its own upstream), `extensions` and `experimental` (what they put in `_meta` and
- * resources passes through; a method of their own reaches the upstream when the session has one provider).
+ * resources passes through; a method of their own reaches the upstream that owns it, see methodOwners).
  */
 function mergedCapability(offered: (Params | undefined)[]): Params | undefined {
   const merge = (into: Params, from: Params) => {
@@ -861,6 +877,28 @@ function mergedCapability(offered: (Params | undefined)[]): Params | undefined {
   };
   const present = offered.filter((offer): offer is Params => !!offer);
   return present.length > 0 ? present.reduce((all, offer) => merge(all, offer), {}) : undefined;
+}
+
+/**
+ * The providers that may own `method`, one MCP does not define: those that declare an extension or an `experimental`
+ * capability, MCP's only ways for a server to offer methods of its own (MCP 2026-07-28 basic/versioning; SEP-2133).
+ * MCP does not tie a method to its extension, but the official extensions name theirs after themselves (SEP-2663
+ * reserves `tasks/` for `io.modelcontextprotocol/tasks`; the Skills extension serves `skills/list`): when some
+ * providers declare one named like the method's first segment (or that prefixes the method whole), only those.
+ */
+function methodOwners(method: string, described: Described[]): Described[] {
+  const family = method.split("/")[0];
+  const declared = ({ capabilities }: Described) => {
+    const { extensions, experimental } = capabilities as Params;
+    return [
+      ...Object.keys((extensions as Params | undefined) ?? {}),
+      ...Object.keys((experimental as Params | undefined) ?? {}),
+    ];
+  };
+  const names = (key: string) => key === family || key.endsWith(`/${family}`) || method.startsWith(`${key}/`);
+  const offering = described.filter((d) => declared(d).length > 0);
+  const named = offering.filter((d) => declared(d).some(names));
+  return named.length > 0 ? named : offering;
 }
 
 /**

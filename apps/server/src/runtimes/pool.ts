@@ -581,7 +581,9 @@ function classify(error: unknown, options: UpstreamRequestOptions, hardLimitReac
 /**
  * What the upstream connection declares for a client: the relayed capabilities it declared, and its `extensions`
  * and `experimental` ones (an upstream may offer more to a client that supports an extension, such as MCP Apps'
- * UI). Part of an upstream connection's identity.
+ * UI). Part of an upstream connection's identity: a 2025 server hears them once, at initialize, and what a server
+ * offered a client with an extension (its tools, its capabilities) is cached per connection, so it must not reach a
+ * client without it. The price: each set of extensions a session's clients declare has connections of its own.
  */
 export function upstreamCapabilities(capabilities: ClientCapabilities | undefined): ClientCapabilities {
   const { extensions, experimental } = (capabilities ?? {}) as Record<string, unknown>;

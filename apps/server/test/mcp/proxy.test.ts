@@ -20,6 +20,7 @@ import {
   ListRootsRequestSchema,
   ListTasksResultSchema,
   LoggingMessageNotificationSchema,
+  ResultSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
@@ -46,8 +47,12 @@ process.env.TOOLPLANE_UPSTREAM_TIMEOUT_MS = "1500";
 let t: StartedTestServer;
 let everything: EverythingHttp;
 let modern: ModernUpstream;
+/** A second 2026-07-28 upstream, with an extension of its own. */
+let gadgets: ModernUpstream;
 const deployments = { everything: "", modern: "" };
 let mixed: CreatedSession;
+/** Two providers that both declare an extension. */
+let extended: CreatedSession;
 let onlyModern: CreatedSession;
 let onlyEverything: CreatedSession;
 const closers: (() => Promise<void>)[] = [];
@@ -80,23 +85,34 @@ async function modernClient(session: CreatedSession, capabilities: Record<string
 }
 
 beforeAll(async () => {
-  [t, everything, modern] = await Promise.all([startTestServer(), startEverythingHttp(), startModernUpstream()]);
+  [t, everything, modern, gadgets] = await Promise.all([
+    startTestServer(),
+    startEverythingHttp(),
+    startModernUpstream(),
+    startModernUpstream({ extensions: { "com.example.test/gadgets": {} } }),
+  ]);
   const everythingProvider = await remoteProvider(t.db, "everything-http", everything.url);
   const modernProvider = await remoteProvider(t.db, "modern", modern.url);
+  const gadgetsProvider = await remoteProvider(t.db, "gadgets", gadgets.url);
   deployments.everything = (await deployProvider(t.client, everythingProvider.providerId, "Everything")).id;
   deployments.modern = (await deployProvider(t.client, modernProvider.providerId, "Modern")).id;
+  const gadgetsDeployment = (await deployProvider(t.client, gadgetsProvider.providerId, "Gadgets")).id;
   mixed = await createSession(t.client, [
     { provider_deployment: deploymentRef(deployments.everything) },
     { provider_deployment: deploymentRef(deployments.modern) },
   ]);
   onlyModern = await createSession(t.client, [{ provider_deployment: deploymentRef(deployments.modern) }]);
   onlyEverything = await createSession(t.client, [{ provider_deployment: deploymentRef(deployments.everything) }]);
+  extended = await createSession(t.client, [
+    { provider_deployment: deploymentRef(deployments.modern) },
+    { provider_deployment: deploymentRef(gadgetsDeployment) },
+  ]);
 });
 
 afterAll(async () => {
   await Promise.all(closers.map((close) => close().catch(() => undefined)));
   await upstreams.closeAll();
-  await Promise.all([everything?.close(), modern?.close(), t?.close()]);
+  await Promise.all([everything?.close(), modern?.close(), gadgets?.close(), t?.close()]);
 });
 
 describe("both eras on one URL", () => {
@@ -132,6 +148,32 @@ describe("both eras on one URL", () => {
   it("answers server/discover with the merged instructions of the upstreams", async () => {
     const now = await modernClient(onlyModern);
     expect(now.getInstructions()).toContain("Modern upstream: shouts and counts down.");
+  });
+});
+
+describe("methods of extensions", () => {
+  // MCP 2026-07-28 basic/versioning ("Extension Negotiation"; SEP-2133): a server offers an extension by declaring
+  // its identifier in `capabilities.extensions`. How an extension's methods are named is the extension's own
+  // business; the official ones name them after the extension (SEP-2663 reserves `tasks/` for
+  // `io.modelcontextprotocol/tasks`; the Skills extension serves `skills/list`).
+  const render = { method: "widgets/render", params: { widget: "clock" } };
+
+  it("forwards a method of an extension to the one provider that declares one, in either era", async () => {
+    const rendered = { extension: "io.toolplane.test/widgets", method: "widgets/render", params: { widget: "clock" } };
+    expect(await (await legacyClient(mixed)).request(render, ResultSchema)).toMatchObject(rendered);
+    expect(await (await modernClient(mixed)).request(render, ResultSchema)).toMatchObject(rendered);
+  });
+
+  it("forwards a method to the provider whose extension it is named after, and to no one when that is unclear", async () => {
+    const client = await modernClient(extended);
+    expect(await client.request(render, ResultSchema)).toMatchObject({ extension: "io.toolplane.test/widgets" });
+    const spin = await client.request({ method: "gadgets/spin", params: {} }, ResultSchema);
+    expect(spin).toMatchObject({ extension: "com.example.test/gadgets" });
+    // Both declare an extension and neither is named like the method: sent to neither (it may have side effects).
+    const sent = { modern: modern.extensionCalls.length, gadgets: gadgets.extensionCalls.length };
+    const unclear = client.request({ method: "sprockets/turn", params: {} }, ResultSchema);
+    await expect(unclear).rejects.toMatchObject({ code: -32601, message: expect.stringMatching(/modern, gadgets/) });
+    expect({ modern: modern.extensionCalls.length, gadgets: gadgets.extensionCalls.length }).toEqual(sent);
   });
 });
 

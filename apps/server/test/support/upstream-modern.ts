@@ -1,6 +1,15 @@
 import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "@modelcontextprotocol/node";
-import { createMcpHandler, inputRequired, LOG_LEVEL_META_KEY, Server, type Tool } from "@modelcontextprotocol/server";
+import {
+  createMcpHandler,
+  inputRequired,
+  LOG_LEVEL_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type ServerCapabilities,
+  type Tool,
+} from "@modelcontextprotocol/server";
 import express from "express";
 
 export interface ModernUpstream {
@@ -8,6 +17,8 @@ export interface ModernUpstream {
   url: string;
   /** Requests the server saw cancelled (by request id), e.g. by a client's `notifications/cancelled`. */
   cancelled: number;
+  /** The methods it has no handler of its own for (its extensions', say) that it was sent, in order. */
+  extensionCalls: string[];
   close(): Promise<void>;
 }
 
@@ -29,10 +40,15 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * `input_required` elicitation), `chatty` (announces a tool list change on the call's stream), `grow` (adds a tool and announces the list change on `subscriptions/listen`
  * streams), `touch` (announces an update of `memo://today`), `logs` (three log messages, whatever level the request
  * asked for, and the level it asked for), `capabilities` (the client capabilities of the request), `widget` (with an MCP Apps UI
- * resource), an extension, a resource, a resource template, and a prompt whose argument completes.
+ * resource), a resource, a resource template, a prompt whose argument completes, and `extensions` (by default
+ * `io.toolplane.test/widgets`): it serves `<name>/…` for each `<vendor>/<name>` of them, answering which extension
+ * served which method with which params; any other method MCP does not define is MethodNotFound.
  */
-export async function startModernUpstream(): Promise<ModernUpstream> {
-  const state = { cancelled: 0 };
+export async function startModernUpstream(
+  options: { extensions?: ServerCapabilities["extensions"] } = {},
+): Promise<ModernUpstream> {
+  const extensions = options.extensions ?? { "io.toolplane.test/widgets": { version: 1 } };
+  const state = { cancelled: 0, extensionCalls: [] as string[] };
   const grown: Tool[] = [];
   const handler = createMcpHandler(() => {
     const server = new Server(
@@ -44,7 +60,7 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
           prompts: {},
           completions: {},
           logging: {},
-          extensions: { "io.toolplane.test/widgets": { version: 1 } },
+          extensions,
         },
         instructions: "Modern upstream: shouts and counts down.",
       },
@@ -175,6 +191,13 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
       const values = ["ada", "alan", "grace"].filter((v) => v.startsWith(prefix));
       return { completion: { values, total: values.length, hasMore: false } };
     });
+    server.fallbackRequestHandler = async (request) => {
+      state.extensionCalls.push(request.method);
+      const family = request.method.split("/")[0];
+      const extension = Object.keys(extensions ?? {}).find((id) => id.endsWith(`/${family}`));
+      if (!extension) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+      return { extension, method: request.method, params: request.params ?? {} };
+    };
     return server;
   });
   const app = express();
@@ -189,6 +212,7 @@ export async function startModernUpstream(): Promise<ModernUpstream> {
     get cancelled() {
       return state.cancelled;
     },
+    extensionCalls: state.extensionCalls,
     close: async () => {
       await handler.close();
       httpServer.closeAllConnections();
