@@ -11,7 +11,7 @@ import { prepared } from "../lib/prepared.ts";
 import { storableJson } from "../lib/storable-json.ts";
 import { ReauthLinks } from "../oauth/reauth.ts";
 import { UpstreamCredentials } from "../oauth/upstream-credentials.ts";
-import { toolCallFinished } from "../observability/gateway.ts";
+import { gatewayLog, toolCallFinished } from "../observability/gateway.ts";
 import { labelUpstream } from "../observability/metrics.ts";
 import { traceUpstreamRequest } from "../observability/tracing.ts";
 import type { UpstreamTarget } from "../runtimes/connect.ts";
@@ -621,7 +621,7 @@ export class Gateway {
     clearTimeout(insertLater);
     try {
       const outcome = await this.complete(record, recorded, upstream, result, failure);
-      await this.recordCreatedTask(outcome);
+      await this.recordCreatedTask(outcome, upstream);
       toolCallFinished(provider, outcome, startedAt);
       return outcome;
     } finally {
@@ -682,20 +682,29 @@ export class Gateway {
 
   /**
    * A task-augmented call's record names the task its upstream created (MCP tasks), before the client hears of
-   * it: the session's later task requests find the record by it (see taskSeen).
+   * it: the session's later task requests and the upstream's status notifications find the record by it (see
+   * taskSeen). A status the upstream announced before this write found no record: it is written now.
    */
-  private async recordCreatedTask({ record, result }: CallOutcome): Promise<void> {
+  private async recordCreatedTask({ record, result }: CallOutcome, upstream: Upstream | null): Promise<void> {
     const task = result?.task as { taskId?: unknown; status?: unknown } | undefined;
     if (typeof task?.taskId !== "string") return;
+    const status = TASK_STATUSES.includes(task.status as string) ? (task.status as string) : "working";
     await this.db
       .updateTable("tool_calls")
-      .set({
-        task_id: task.taskId,
-        task_status: TASK_STATUSES.includes(task.status as string) ? (task.status as string) : "working",
-        task_updated_at: new Date(),
-      })
+      .set({ task_id: task.taskId, task_status: status, task_updated_at: new Date() })
       .where("id", "=", record.id)
       .execute();
+    const announced = upstream?.announcedTaskStatus(task.taskId);
+    if (announced && announced !== status && record.session_provider_id) {
+      await this.taskAnnounced(record.session_provider_id, task.taskId, announced);
+    }
+  }
+
+  /** A task status its upstream announced, into the task's record; a failed write is logged, never thrown. */
+  private taskAnnounced(sessionProviderId: string, taskId: string, status: string): Promise<void> {
+    return this.taskSeen(sessionProviderId, taskId, { status }).catch((error: unknown) => {
+      gatewayLog()?.warn({ err: error, sessionProviderId, taskId }, "announced task status not recorded");
+    });
   }
 
   /**
@@ -787,7 +796,10 @@ export class Gateway {
     const target: UpstreamTarget = { runtime, ...applied, headers };
     const capabilities = upstreamCapabilities(downstream.capabilities);
     const owner = capabilities.roots ? (downstream.connectionId ?? null) : null;
-    const upstream = this.pool.get(provider.sessionProviderId, target, capabilities, owner);
+    const { sessionProviderId } = provider;
+    const upstream = this.pool.get(sessionProviderId, target, capabilities, owner);
+    // Written where the connection hears them, not where its clients do: several clients may share it.
+    upstream.onTaskStatus ??= (taskId, status) => void this.taskAnnounced(sessionProviderId, taskId, status);
     labelUpstream(upstream, provider.providerSlug);
     downstream.watch?.(provider, upstream);
     return upstream;

@@ -125,6 +125,13 @@ export class Upstream {
   private generation = 0;
   private readonly lists = new Map<ListMethod, unknown[]>();
   private readonly peers = new Set<UpstreamCaller>();
+  /**
+   * Told of each task status the upstream announces (`notifications/tasks/status`, MCP 2025-11-25), once per
+   * notification however many clients share this connection (each of them hears it too).
+   */
+  onTaskStatus?: (taskId: string, status: string) => void;
+  /** The status each of the latest TASKS_REMEMBERED tasks announced last: see announcedTaskStatus. */
+  private readonly taskStatuses = new Map<string, string>();
   /** Upstream resource URIs clients subscribed to through this connection, with how many subscriptions each has. */
   private readonly subscribed = new Map<string, number>();
   /** A 2026-07-28 upstream's `subscriptions/listen` stream (list changes, updates of the subscribed resources). */
@@ -163,6 +170,14 @@ export class Upstream {
       instructions: client.getInstructions(),
       modern: client.getProtocolEra() === "modern",
     }));
+  }
+
+  /**
+   * The status task `taskId` announced last on this connection, if it did lately: one announced before the task's
+   * call was recorded found no record to write into.
+   */
+  announcedTaskStatus(taskId: string): string | undefined {
+    return this.taskStatuses.get(taskId);
   }
 
   /** Every item of a list (all pages), cached for the connection until the upstream announces a change. */
@@ -390,10 +405,20 @@ export class Upstream {
   private readonly onNotification = (received: Notification): void => {
     const notification = withoutSubscriptionId(received);
     for (const method of LIST_CHANGED[notification.method] ?? []) this.lists.delete(method);
+    if (notification.method === "notifications/tasks/status") this.taskAnnounced(notification.params);
     const caller = upstreamCaller.getStore();
     if (caller) caller.notify(notification);
     else for (const peer of this.peers) peer.notify(notification);
   };
+
+  private taskAnnounced(task: Record<string, unknown> | undefined): void {
+    if (typeof task?.taskId !== "string" || typeof task.status !== "string") return;
+    this.taskStatuses.delete(task.taskId); // (re)inserted last: the oldest is the first to go
+    this.taskStatuses.set(task.taskId, task.status);
+    if (this.taskStatuses.size > TASKS_REMEMBERED)
+      this.taskStatuses.delete(this.taskStatuses.keys().next().value ?? "");
+    this.onTaskStatus?.(task.taskId, task.status);
+  }
 
   private async open(timeoutMs: number): Promise<Client> {
     const client = createClient(this.target, CLIENT_NAME, this.capabilities);
@@ -480,6 +505,12 @@ function mostVerbose(levels: Iterable<LoggingLevel>): LoggingLevel | undefined {
   for (const level of levels) if (!most || LOG_LEVELS.indexOf(level) < LOG_LEVELS.indexOf(most)) most = level;
   return most;
 }
+
+/**
+ * How many tasks' announced statuses a connection remembers (see Upstream.announcedTaskStatus): they are needed only
+ * while the calls that created them are being recorded, a few milliseconds.
+ */
+const TASKS_REMEMBERED = 256;
 
 /** The name the gateway's upstream clients give (`clientInfo`). */
 const CLIENT_NAME = "toolplane-gateway";

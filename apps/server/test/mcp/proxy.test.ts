@@ -22,12 +22,14 @@ import {
   LoggingMessageNotificationSchema,
   ResultSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { Gateway } from "../../src/mcp/gateway.ts";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import { startTestServer } from "../support/server.ts";
 import { type EverythingHttp, startEverythingHttp } from "../support/upstream-everything.ts";
 import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
+import { startQuickTaskUpstream } from "../support/upstream-quick-task.ts";
 import {
   type CreatedSession,
   createSession,
@@ -567,6 +569,52 @@ describe("tasks", () => {
     expect(JSON.stringify(refetched?.result)).toContain("Research Report: proxies");
     const unknown = client.request({ method: "tasks/get", params: { taskId: "nobody+t1" } }, GetTaskResultSchema);
     await expect(unknown).rejects.toThrow(/not known to this session/);
+  });
+
+  it("writes the status an upstream announces into the record, once however many clients share its connection", async () => {
+    // MCP 2025-11-25 basic/utilities/tasks ("Task Status Notification"): a receiver MAY send
+    // notifications/tasks/status with the full task, so a requestor need not poll. server-everything announces each
+    // change on its connection's stream, which both clients here share (each hears it).
+    const seen = vi.spyOn(Gateway.prototype, "taskSeen");
+    const [client, other] = [await legacyClient(mixed), await legacyClient(mixed)];
+    const heard: string[] = [];
+    other.fallbackNotificationHandler = async (notification) => void heard.push(String(notification.params?.status));
+    await other.listTools();
+    const created = await client.request(
+      {
+        method: "tools/call",
+        params: { name: "everything-http_simulate-research-query", arguments: { topic: "pushes" }, task: {} },
+      },
+      CreateTaskResultSchema,
+    );
+    const upstreamTaskId = created.task.taskId.slice("everything-http+".length);
+    // Neither client asks about the task (no tasks/get, tasks/result): the record follows it all the same.
+    await expect
+      .poll(async () => (await latestToolCall(t, mixed.id))?.task, { timeout: 15_000, interval: 200 })
+      .toMatchObject({ id: upstreamTaskId, status: "completed" });
+    expect(heard).toContain("completed");
+    const completions = seen.mock.calls.filter(
+      ([, taskId, { status }]) => taskId === upstreamTaskId && status === "completed",
+    );
+    expect(completions).toHaveLength(1);
+    seen.mockRestore();
+  });
+
+  it("writes a status announced before the call that created the task was recorded", async () => {
+    const quick = await startQuickTaskUpstream();
+    closers.push(() => quick.close());
+    const provider = await remoteProvider(t.db, "quick", quick.url);
+    const deployment = await deployProvider(t.client, provider.providerId, "Quick");
+    const session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+    const client = await legacyClient(session);
+    const created = await client.request(
+      { method: "tools/call", params: { name: "quick", arguments: {}, task: {} } },
+      CreateTaskResultSchema,
+    );
+    // The task was announced completed before the call was answered (with the task as created).
+    expect(created.task.status).toBe("working");
+    const record = await latestToolCall(t, session.id);
+    expect(record?.task).toMatchObject({ id: created.task.taskId, status: "completed" });
   });
 });
 
