@@ -15,6 +15,7 @@ import {
   openMigratedDatabase,
   SecretBox,
 } from "@toolplane/server";
+import { freePort } from "./prism.ts";
 
 export interface Tenant {
   name: string;
@@ -33,9 +34,12 @@ export interface RunningServer {
 
 /**
  * The real server, in-process: a fresh embedded PGlite database in a temporary data directory (migrated, the
- * built-in catalog loaded), the Express app with a silent logger, listening on a free 127.0.0.1 port.
+ * built-in catalog loaded), the Express app with a silent logger, listening on 127.0.0.1 at `port` (default: a free
+ * one), which is also its public URL, as the server's own default is: the sessions' `connection_url` works as given.
  */
 export async function startToolplane(options: { port?: number } = {}): Promise<RunningServer> {
+  const port = options.port ?? (await freePort());
+  const url = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(join(tmpdir(), "toolplane-contract-"));
   // Also on an interrupted run (SIGINT exits the process without the finally blocks).
   const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true });
@@ -48,20 +52,18 @@ export async function startToolplane(options: { port?: number } = {}): Promise<R
       db: database.db,
       spec: bundledSpec,
       logger: createLogger(process.env.CONTRACT_SERVER_LOG_LEVEL ?? "silent"),
-      publicUrl: "http://127.0.0.1",
+      publicUrl: url,
       bodyLimitBytes: defaults.bodyLimitBytes,
       // As the embedded default does: a key generated into the (temporary) data directory.
       secrets: new SecretBox(loadSecretKeys(undefined, dataDir)),
     });
     // The HTTP server `main` listens with (its timeouts, its answers to broken requests and its lingering close).
-    const listening = createHttpServer(app).listen(options.port ?? 0, "127.0.0.1");
+    const listening = createHttpServer(app).listen(port, "127.0.0.1");
     server = listening;
     await new Promise<void>((resolve, reject) => {
       listening.once("listening", resolve);
       listening.once("error", reject);
     });
-    const address = listening.address();
-    const port = typeof address === "object" && address ? address.port : 0;
 
     const tenant = async (name: string): Promise<Tenant> => {
       const instanceId = await createInstance(database.db, name);
@@ -71,7 +73,7 @@ export async function startToolplane(options: { port?: number } = {}): Promise<R
     const tenants: [Tenant, Tenant] = [await tenant("contract-a"), await tenant("contract-b")];
 
     return {
-      url: `http://127.0.0.1:${port}`,
+      url,
       db: database.db,
       bodyLimitBytes: defaults.bodyLimitBytes,
       tenants,
