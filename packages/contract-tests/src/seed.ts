@@ -60,6 +60,17 @@ export async function catalogProvider(ctx: SuiteContext): Promise<{ providerId: 
   return { providerId: row.id, currentVersionId: row.current_version_id };
 }
 
+/** The id of the shared catalog's provider `slug` (the built-in `everything`, say). */
+export async function catalogProviderId(ctx: SuiteContext, slug: string): Promise<string> {
+  const row = await ctx.db
+    .selectFrom("providers")
+    .select("id")
+    .where("slug", "=", slug)
+    .where("instance_id", "is", null)
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
 /** A session template of the instance (replace with POST /session-templates once that issue lands). */
 export async function seedSessionTemplate(ctx: SuiteContext, instanceId: string, name: string): Promise<string> {
   const id = newId("set");

@@ -1,5 +1,6 @@
 import type { ToolplaneClient } from "@toolplane/client";
 import type { SuiteContext } from "../context.ts";
+import { catalogProviderId } from "../seed.ts";
 import { defineSuite } from "./types.ts";
 
 /**
@@ -7,16 +8,11 @@ import { defineSuite } from "./types.ts";
  * through the API as `who`: its tools are real, so the tool calls below reach a real upstream.
  */
 async function everythingSession(ctx: SuiteContext, who: ToolplaneClient, label: string) {
-  const provider = await ctx.db
-    .selectFrom("providers")
-    .select("id")
-    .where("slug", "=", "everything")
-    .where("instance_id", "is", null)
-    .executeTakeFirstOrThrow();
+  const providerId = await catalogProviderId(ctx, "everything");
   const deployment = await ctx.ok(
     "createProviderDeployment",
     201,
-    who.POST("/provider-deployments", { body: { name: `Everything (${label})`, provider_id: provider.id } }),
+    who.POST("/provider-deployments", { body: { name: `Everything (${label})`, provider_id: providerId } }),
     { label: `201 deployment (${label})` },
   );
   return ctx.ok(
