@@ -2,6 +2,7 @@
 export { type AppDeps, createApp } from "./app.ts";
 export { createApiKey, createInstance } from "./auth/api-keys.ts";
 export { ensureFirstInstance, openMigratedDatabase } from "./bootstrap.ts";
+export { loadCatalog } from "./catalog/loader.ts";
 export { type Config, loadConfig } from "./config.ts";
 export type { RequestContext } from "./context.ts";
 export { type DatabaseHandle, type Db, openDatabase } from "./db/database.ts";

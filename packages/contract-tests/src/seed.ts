@@ -2,7 +2,7 @@
  * Rows that no API creates yet, put straight into the server's database. Each helper says which issue's API
  * replaces it: once that lands, create the row through the client instead (and check that call too).
  */
-import { newId } from "@toolplane/server";
+import { loadCatalog, newId } from "@toolplane/server";
 import type { SuiteContext } from "./context.ts";
 
 /** A provider listing of the shared catalog (the built-in catalog is loaded at start); seeded if it is empty. */
@@ -69,6 +69,37 @@ export async function catalogProviderId(ctx: SuiteContext, slug: string): Promis
     .where("instance_id", "is", null)
     .executeTakeFirstOrThrow();
   return row.id;
+}
+
+/**
+ * A catalog provider whose runtime is the remote MCP server at `url` (Streamable HTTP), loaded by the server's own
+ * catalog loader as it loads the files of a catalog directory; loading it again (another run) points it at the new
+ * URL. Returns its id. The API makes such providers too (custom providers from a remote URL), but their versions
+ * are deployed by the server's job runner, which the contract server does not run (see custom-providers.ts).
+ */
+export async function remoteCatalogProvider(ctx: SuiteContext, slug: string, url: string): Promise<string> {
+  const ids = await loadCatalog(ctx.db, [
+    {
+      slug,
+      name: `Contract ${slug}`,
+      description: `The MCP server at ${url}, started by the contract run`,
+      publisher: { slug: "toolplane-contract", name: "Toolplane contract tests" },
+      current_version: "1.0.0",
+      versions: [
+        {
+          version: "1.0.0",
+          status: "released",
+          runtime: { type: "remote", url, protocol: "streamable_http" },
+          config_schema: { type: "object", properties: {}, additionalProperties: false },
+          tools: [],
+        },
+      ],
+      auth_methods: [],
+    },
+  ]);
+  const id = ids.get(slug);
+  if (!id) throw new Error(`The catalog loader did not load ${slug}`);
+  return id;
 }
 
 /** A session template of the instance (replace with POST /session-templates once that issue lands). */
