@@ -549,6 +549,8 @@ export interface ToolCallsTable {
   /** The task's status (an MCP task status) and outcome as last seen through the session. */
   task_status: string | null;
   task_result: NullableJson<JsonObject>;
+  /** The JSON-RPC error a failed task of the Tasks extension (2026-07-28) ended with, as tasks/get returned it. */
+  task_error: NullableJson<JsonObject>;
   task_updated_at: NullableTimestamp;
   /** The call whose input_required round this call answers (a retry with the client's answers), else null. */
   answers_call_id: string | null;

@@ -236,6 +236,16 @@ const envMs = (name: string, fallback: number): number => {
 /** How long a listing waits for any one provider before leaving it out (TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS). */
 export const listTimeoutMs = () => envMs("TOOLPLANE_UPSTREAM_LIST_TIMEOUT_MS", 5_000);
 
+/**
+ * What a session's request saw of a task: its status, and its outcome once it has one: the tool's result, or (the
+ * Tasks extension's failed task) the JSON-RPC error the call ended with.
+ */
+export interface TaskSeen {
+  status: string;
+  result?: Item;
+  error?: Item;
+}
+
 /** MCP's task statuses, and those a task never leaves. */
 const TERMINAL_TASK_STATUSES = ["completed", "failed", "cancelled"];
 const TASK_STATUSES = ["working", "input_required", ...TERMINAL_TASK_STATUSES];
@@ -686,7 +696,10 @@ export class Gateway {
    * taskSeen). A status the upstream announced before this write found no record: it is written now.
    */
   private async recordCreatedTask({ record, result }: CallOutcome, upstream: Upstream | null): Promise<void> {
-    const task = result?.task as { taskId?: unknown; status?: unknown } | undefined;
+    // MCP 2025-11-25 wraps the task (`{ task }`); the Tasks extension's CreateTaskResult is the task.
+    const task = (result?.resultType === "task" ? result : result?.task) as
+      | { taskId?: unknown; status?: unknown }
+      | undefined;
     if (typeof task?.taskId !== "string") return;
     const status = TASK_STATUSES.includes(task.status as string) ? (task.status as string) : "working";
     await this.db
@@ -709,24 +722,32 @@ export class Gateway {
 
   /**
    * What a request of the session saw of a task of provider `sessionProviderId` (`taskId` as the upstream names
-   * it): its status (tasks/get, tasks/cancel) or its outcome (tasks/result), written into the record of the call
-   * that created it. A terminal status stays: only the outcome may still be added to it (MCP: a task in a
-   * terminal status never changes, and an answer that left earlier may arrive later).
+   * it): its status (tasks/get, tasks/cancel) or its outcome (tasks/result; the Tasks extension's tasks/get), written
+   * into the record of the call that created it. A terminal status stays: only the outcome may still be added to it
+   * (MCP: a task in a terminal status never changes, and an answer that left earlier may arrive later).
    */
-  async taskSeen(sessionProviderId: string, taskId: string, seen: { status: string; result?: Item }): Promise<void> {
+  async taskSeen(sessionProviderId: string, taskId: string, seen: TaskSeen): Promise<void> {
     if (!TASK_STATUSES.includes(seen.status)) return; // an upstream's own word: the API answers only MCP's
     const result = seen.result ? storableJson(seen.result) : undefined;
+    const error = seen.error ? storableJson(seen.error) : undefined;
     const terminal = sql<boolean>`coalesce(task_status in (${sql.join(TERMINAL_TASK_STATUSES)}), false)`;
     await this.db
       .updateTable("tool_calls")
       .set({
         task_status: sql<string>`case when ${terminal} then task_status else ${seen.status} end`,
         ...(result ? { task_result: result } : {}),
+        ...(error ? { task_error: error } : {}),
         task_updated_at: new Date(),
       })
       .where("session_provider_id", "=", sessionProviderId)
       .where("task_id", "=", taskId)
-      .where((eb) => eb.or([eb.not(terminal), ...(result ? [eb("task_result", "is", null)] : [])]))
+      .where((eb) =>
+        eb.or([
+          eb.not(terminal),
+          ...(result ? [eb("task_result", "is", null)] : []),
+          ...(error ? [eb("task_error", "is", null)] : []),
+        ]),
+      )
       .execute();
   }
 

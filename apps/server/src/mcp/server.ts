@@ -28,6 +28,7 @@ import {
   type Upstream,
   type UpstreamCaller,
   UpstreamFailure,
+  unchecked,
   upstreamTimeoutMs,
 } from "../runtimes/pool.ts";
 import { Continuation, Continuations } from "./continuations.ts";
@@ -40,6 +41,7 @@ import {
   type Gateway,
   type ProviderFailure,
   ReauthenticationNeeded,
+  type TaskSeen,
 } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
@@ -86,7 +88,9 @@ const ENVELOPE_KEYS = new Set([
 /**
  * The SDK's server with two gateway rules on every handler:
  * - it checks every tools/call result against CallToolResult, which has no room for the result of a task-augmented
- *   call (`{ task }`, MCP 2025-11-25): that one is passed on as the upstream gave it;
+ *   call (`{ task }`, MCP 2025-11-25), and gives a result without `content` an empty one, which a CreateTaskResult
+ *   of the Tasks extension (`resultType: "task"`, SEP-2663) does not have: both are passed on as the upstream gave
+ *   them;
  * - a database that cannot be reached is said so in MCP terms (the HTTP API answers 503), never with the driver's
  *   own message.
  */
@@ -111,13 +115,27 @@ export class GatewayServer extends TracedServer {
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
   ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
-    const wrapped = super._wrapHandler(method, handler);
+    if (method !== "tools/call") return this.connectionHandler(super._wrapHandler(method, handler));
+    // A CreateTaskResult passes the SDK's checks (it has room for more members) but not unchanged: the handler's
+    // own is answered, found by the request's signal, which the SDK hands on to the handler.
+    const createdTasks = new WeakMap<AbortSignal, Result>();
+    const wrapped = super._wrapHandler(method, async (request, ctx) => {
+      const result = await handler(request, ctx);
+      if (result.resultType === "task") createdTasks.set(ctx.mcpReq.signal, result);
+      return result;
+    });
     // (The SDK's isTaskAugmentedRequestParams accepts any params: its `task` member is optional.)
-    const serve =
-      method === "tools/call"
-        ? (request: JSONRPCRequest, ctx: ServerContext) =>
-            request.params?.task === undefined ? wrapped(request, ctx) : handler(request, ctx)
-        : wrapped;
+    return this.connectionHandler(async (request, ctx) => {
+      if (request.params?.task !== undefined) return handler(request, ctx);
+      const result = await wrapped(request, ctx);
+      return createdTasks.get(ctx.mcpReq.signal) ?? result;
+    });
+  }
+
+  /** A handler that runs registered on this server's connection (see connectionId), a database outage said in MCP terms. */
+  private connectionHandler(
+    serve: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
     const registered = (request: JSONRPCRequest, ctx: ServerContext) => {
       const connectionId = this.connectionId;
       if (connectionId === null) return serve(request, ctx);
@@ -444,9 +462,10 @@ export async function sessionMcpServer(
   }
 
   /**
-   * Tasks: an upstream's task id is made session-wide like a URI (`<slug>+<id>` with several providers), so
-   * tasks/get, tasks/result and tasks/cancel reach the upstream that owns the task, and tasks/list merges them all.
-   * (Handled here rather than by registered handlers: the server offers `tasks` only where an upstream does.)
+   * Tasks, of 2025's core (MCP 2025-11-25) and of the Tasks extension (2026-07-28, SEP-2663): an upstream's task id
+   * is made session-wide like a URI (`<slug>+<id>` with several providers), so tasks/get, tasks/result, tasks/update
+   * and tasks/cancel reach the upstream that owns the task, and tasks/list merges them all. The answers pass through:
+   * the upstream checks what the request declared (the extension's -32021 is its own).
    */
   const task = async (method: string, params: Params, ctx: ServerContext) => {
     const current = await session();
@@ -525,6 +544,12 @@ export async function sessionMcpServer(
     const params = request.params ? forwardedParams(request.params as Params, mcpReq, logLevelOf(mcpReq)) : undefined;
     return forward(ctx as ServerContext, provider, upstream, request.method, params) as never;
   };
+
+  // The Tasks extension's tasks/get and tasks/cancel (SEP-2663) reuse names of 2025's core tasks, which 2026-07-28
+  // dropped: the SDK serves them on 2026-07-28 only to handlers registered with schemas of their own.
+  for (const method of ["tasks/get", "tasks/cancel"]) {
+    server.setRequestHandler(method, { params: unchecked }, (params, ctx) => task(method, params, ctx));
+  }
 
   const forward = (
     ctx: ServerContext,
@@ -754,14 +779,16 @@ function forwardedParams(
 
 /**
  * What a task request's answer says of the task: the status tasks/get and tasks/cancel return, or the outcome
- * tasks/result returns (a tool's task ends `failed` when its result is a tool error, as MCP defines it).
+ * tasks/result returns (a 2025 tool's task ends `failed` when its result is a tool error, as MCP 2025-11-25 defines
+ * it). The Tasks extension's tasks/get (a DetailedTask) carries the outcome itself: the `result` of a completed task,
+ * the JSON-RPC `error` of a failed one; its tasks/cancel answers only an acknowledgement.
  */
-function taskSeenIn(method: string, result: Params): { status: string; result?: Params } | undefined {
+function taskSeenIn(method: string, result: Params): TaskSeen | undefined {
   if (method === "tasks/result") return { status: result.isError === true ? "failed" : "completed", result };
-  if ((method === "tasks/get" || method === "tasks/cancel") && typeof result.status === "string") {
-    return { status: result.status };
-  }
-  return undefined;
+  if ((method !== "tasks/get" && method !== "tasks/cancel") || typeof result.status !== "string") return undefined;
+  const outcome = result.result as Params | undefined;
+  const error = result.error as Params | undefined;
+  return { status: result.status, ...(outcome ? { result: outcome } : {}), ...(error ? { error } : {}) };
 }
 
 /** Upstream progress, sent to the client under its own progress token (only when it asked for progress). */
@@ -932,8 +959,10 @@ function exposeUris(
 }
 
 /**
- * Task ids in an upstream's message made session-wide (reversibly, like URIs): a task (`taskId`), a created task
- * (`task.taskId`), a task list (`tasks[].taskId`) and a message related to a task (`_meta` related-task).
+ * Task ids in an upstream's message made session-wide (reversibly, like URIs): a task (`taskId`: a 2025 task, or the
+ * Tasks extension's CreateTaskResult and DetailedTask), a created task (`task.taskId`), a task list
+ * (`tasks[].taskId`) and a message related to a task (`_meta` related-task). A DetailedTask's inline `result` gets
+ * session-wide URIs, as the result of the call would have.
  */
 function exposeTaskIds(message: Params, names: Namespaces, providerId: string | null): Params {
   if (!providerId || names.uri(providerId, "") === "") return message;
@@ -942,6 +971,8 @@ function exposeTaskIds(message: Params, names: Namespaces, providerId: string | 
       ? { ...(task as Params), taskId: names.uri(providerId, (task as Params).taskId as string) }
       : task;
   const out = expose(message) as Params;
+  if (typeof message.taskId === "string" && out.result && typeof out.result === "object")
+    out.result = exposeUris(out.result as Params, names, providerId);
   if (out.task) out.task = expose(out.task);
   if (Array.isArray(out.tasks)) out.tasks = out.tasks.map(expose);
   const meta = out._meta as Params | undefined;

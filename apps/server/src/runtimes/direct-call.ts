@@ -91,13 +91,14 @@ const RESUME = { initialDelayMs: 1_000, growth: 1.5, maxDelayMs: 30_000, maxFail
  * - a 2026-07-28 server's 400 whose body is this request's JSON-RPC error is that error; any other non-2xx is an
  *   SdkHttpError, as the pool expects (a 404 or 400 reconnects and retries once);
  * - the result: on 2026-07-28 a `resultType` is required, `input_required` is returned as it came (inputRequests,
- *   requestState, _meta), `complete` is returned without its `resultType`, any other type is an error; a 2025
+ *   requestState, _meta), a Tasks extension's `task` (a CreateTaskResult, SEP-2663) as it came, `complete` without
+ *   its `resultType`, any other type is an error; a 2025
  *   result is returned without the `resultType` that is not its revision's vocabulary;
  * - the timeout (reset by progress up to the total), and the caller's signal: either cancels the call, on
  *   2026-07-28 by ending the HTTP exchange, on 2025 by a `notifications/cancelled` (the SDK client sends none when
  *   the total runs out; this does, so the upstream stops too).
  * Unlike the SDK client it does not check a complete 2026-07-28 result against the revision's schema (the result
- * goes on as the upstream sent it, as every other request's does: see `anyResult`).
+ * goes on as the upstream sent it, as every other request's does: see `unchecked`).
  */
 export function callDirect(target: DirectTarget, params: Params, options: DirectCallOptions): Promise<Params> {
   const id = nextId();
@@ -438,6 +439,9 @@ function decodedResult(raw: unknown): Params {
       ...(isObject(raw._meta) ? { _meta: raw._meta } : {}),
     };
   }
+  // The upstream created a task: only for a request that declared the Tasks extension, which the SDK client cannot
+  // decode (see relayTaskResults in pool.ts).
+  if (type === "task") return raw;
   if (type !== "complete") {
     throw new SdkError(SdkErrorCode.UnsupportedResultType, `Unsupported result type '${type}' for tools/call`, {
       resultType: type,

@@ -15,6 +15,7 @@ import {
   type StandardSchemaV1,
   SUBSCRIPTION_ID_META_KEY,
   type SubscriptionFilter,
+  type Transport,
 } from "@modelcontextprotocol/client";
 import { LoggingLevelSchema } from "@modelcontextprotocol/core";
 import { linkedAbortController } from "../lib/abort-signal-any.ts";
@@ -107,8 +108,11 @@ export const RELAYED_REQUESTS = {
   "roots/list": "roots",
 } as const;
 
-/** Results are passed through as the upstream sent them: no schema strips a field the gateway does not know. */
-const anyResult: StandardSchemaV1<unknown, Record<string, unknown>> = {
+/**
+ * Results are passed through as the upstream sent them, and params as the client sent them (methods of extensions
+ * the gateway serves): no schema strips a field the gateway does not know.
+ */
+export const unchecked: StandardSchemaV1<unknown, Record<string, unknown>> = {
   "~standard": { version: 1, vendor: "toolplane", validate: (value) => ({ value: value as Record<string, unknown> }) },
 };
 
@@ -189,7 +193,7 @@ export class Upstream {
       const items: Record<string, unknown>[] = [];
       let cursor: string | undefined;
       do {
-        const page = await client.request({ method, params: cursor ? { cursor } : {} }, anyResult, options);
+        const page = await client.request({ method, params: cursor ? { cursor } : {} }, unchecked, options);
         items.push(...((page[LISTS[method]] as Record<string, unknown>[] | undefined) ?? []));
         cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined;
       } while (cursor);
@@ -224,7 +228,13 @@ export class Upstream {
           directTargets.delete(client);
         }
       }
-      return client.request({ method, params }, anyResult, { ...requestOptions, headers, allowInputRequired: true });
+      return client
+        .request({ method, params }, unchecked, { ...requestOptions, headers, allowInputRequired: true })
+        .catch((error: unknown) => {
+          if (error instanceof ProtocolError && error.code === TASK_CREATED)
+            return error.data as Record<string, unknown>;
+          throw error;
+        });
     });
   }
 
@@ -248,7 +258,7 @@ export class Upstream {
         if (!wanted || wanted === this.sentLogLevel) return;
         this.sentLogLevel = wanted;
         await this.run({ timeoutMs }, (c, options) =>
-          c.request({ method: "logging/setLevel", params: { level: wanted } }, anyResult, options),
+          c.request({ method: "logging/setLevel", params: { level: wanted } }, unchecked, options),
         ).catch((error: unknown) => {
           if (this.sentLogLevel === wanted) this.sentLogLevel = undefined;
           throw error;
@@ -287,7 +297,7 @@ export class Upstream {
     const generation = this.generation;
     return this.run({ timeoutMs }, async (client, options) => {
       if (client.getProtocolEra() === "modern") await this.relisten(client, generation);
-      else await client.request({ method, params: { uri } }, anyResult, options);
+      else await client.request({ method, params: { uri } }, unchecked, options);
     });
   }
 
@@ -461,6 +471,7 @@ export class Upstream {
       deadline.clear();
       deadline.signal.removeEventListener("abort", abort);
     }
+    if (client.getProtocolEra() === "modern") relayTaskResults(transport);
     this.runId = newId("prn");
     // A direct call answers only a ping of what a 2025 server may ask on its stream: a connection that relays
     // sampling, elicitation or roots keeps the calls to such a server on the SDK client.
@@ -475,7 +486,7 @@ export class Upstream {
     } else {
       for (const uri of this.subscribed.keys()) {
         void client
-          .request({ method: "resources/subscribe", params: { uri } }, anyResult, { timeout: timeoutMs })
+          .request({ method: "resources/subscribe", params: { uri } }, unchecked, { timeout: timeoutMs })
           .catch(() => undefined);
       }
       // A new MCP session starts at the server's default level: it is given the one its clients asked for.
@@ -494,6 +505,27 @@ export class Upstream {
     void this.subscription?.close().catch(() => undefined);
     this.subscription = null;
   }
+}
+
+/** The code of the stand-in error that carries a CreateTaskResult past the SDK client: see relayTaskResults. */
+const TASK_CREATED = -32099;
+
+/**
+ * The SDK client (2.4.0) fails a 2026-07-28 result of any `resultType` but `complete` and `input_required` (its
+ * codec's decodeResult), so a CreateTaskResult of the Tasks extension (`resultType: "task"`, SEP-2663) would never
+ * reach the gateway: such a response reaches the client as an error that carries it (TASK_CREATED, a code of
+ * JSON-RPC's range for implementations), which request() turns back into the result. Only a request that declared
+ * the extension gets one.
+ */
+function relayTaskResults(transport: Transport): void {
+  const receive = transport.onmessage;
+  if (!receive) return;
+  transport.onmessage = (message, extra) => {
+    const result = (message as { result?: Record<string, unknown> }).result;
+    if (result?.resultType !== "task" || !("id" in message)) return receive(message, extra);
+    const error = { code: TASK_CREATED, message: "The upstream created a task.", data: result };
+    receive({ jsonrpc: "2.0", id: message.id, error }, extra);
+  };
 }
 
 /** MCP's log levels, most verbose first (the SDK's own list). */

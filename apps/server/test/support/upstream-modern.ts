@@ -6,11 +6,11 @@ import {
   LOG_LEVEL_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
-  Server,
   type ServerCapabilities,
   type Tool,
 } from "@modelcontextprotocol/server";
 import express from "express";
+import { TASKS_EXTENSION, TasksServer, type TasksUpstream, tasksExtension } from "./upstream-tasks.ts";
 
 export interface ModernUpstream {
   /** The MCP endpoint: MCP 2026-07-28 (and stateless 2025 requests), served by the SDK v2's createMcpHandler. */
@@ -19,6 +19,8 @@ export interface ModernUpstream {
   cancelled: number;
   /** The methods it has no handler of its own for (its extensions', say) that it was sent, in order. */
   extensionCalls: string[];
+  /** Its tasks (see upstream-tasks.ts), when it offers the Tasks extension. */
+  tasks: TasksUpstream;
   close(): Promise<void>;
 }
 
@@ -42,7 +44,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * asked for, and the level it asked for), `capabilities` (the client capabilities of the request), `widget` (with an MCP Apps UI
  * resource), a resource, a resource template, a prompt whose argument completes, and `extensions` (by default
  * `io.toolplane.test/widgets`): it serves `<name>/…` for each `<vendor>/<name>` of them, answering which extension
- * served which method with which params; any other method MCP does not define is MethodNotFound.
+ * served which method with which params; any other method MCP does not define is MethodNotFound. With the Tasks
+ * extension among them, the tool `report` and the extension's methods (see upstream-tasks.ts).
  */
 export async function startModernUpstream(
   options: { extensions?: ServerCapabilities["extensions"] } = {},
@@ -50,8 +53,10 @@ export async function startModernUpstream(
   const extensions = options.extensions ?? { "io.toolplane.test/widgets": { version: 1 } };
   const state = { cancelled: 0, extensionCalls: [] as string[] };
   const grown: Tool[] = [];
+  const offersTasks = extensions?.[TASKS_EXTENSION] !== undefined;
+  const tasks = tasksExtension();
   const handler = createMcpHandler(() => {
-    const server = new Server(
+    const server = new TasksServer(
       { name: "modern-upstream", version: "1.0.0" },
       {
         capabilities: {
@@ -96,6 +101,7 @@ export async function startModernUpstream(
         description: "Logs at debug, info and error whatever level was asked, and answers the level it was asked.",
         inputSchema: { type: "object" },
       },
+      ...(offersTasks ? [tasks.tool] : []),
       ...grown,
     ];
     server.setRequestHandler("tools/list", async () => ({ tools }));
@@ -166,6 +172,9 @@ export async function startModernUpstream(
           const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
           return text(`level: ${String(envelope?.[LOG_LEVEL_META_KEY] ?? "none")}`);
         }
+        case "report":
+          if (offersTasks) return tasks.call(args, ctx) as never;
+          return { ...text("unknown tool report"), isError: true };
         default:
           if (grown.some((tool) => tool.name === request.params.name)) return text(`${request.params.name} ran`);
           return { ...text(`unknown tool ${request.params.name}`), isError: true };
@@ -191,6 +200,7 @@ export async function startModernUpstream(
       const values = ["ada", "alan", "grace"].filter((v) => v.startsWith(prefix));
       return { completion: { values, total: values.length, hasMore: false } };
     });
+    if (offersTasks) tasks.install(server);
     server.fallbackRequestHandler = async (request) => {
       state.extensionCalls.push(request.method);
       const family = request.method.split("/")[0];
@@ -213,6 +223,7 @@ export async function startModernUpstream(
       return state.cancelled;
     },
     extensionCalls: state.extensionCalls,
+    tasks: tasks.state,
     close: async () => {
       await handler.close();
       httpServer.closeAllConnections();

@@ -651,6 +651,13 @@ export function toolCallErrorExample() {
     };
 }
 
+export function toolCallTaskErrorExample() {
+    return {
+        code: -32603,
+        message: 'The archive is offline'
+    };
+}
+
 export function toolCallTaskExample() {
     return {
         id: 'task-7f3c',
@@ -663,6 +670,7 @@ export function toolCallTaskExample() {
                 }
             ]
         },
+        error: null,
         updated_at: '2026-11-23T09:30:04.128Z'
     };
 }

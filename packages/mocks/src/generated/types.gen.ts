@@ -864,7 +864,7 @@ export type ToolCallTool = {
 };
 
 /**
- * The result the upstream MCP server returned for the call: its `CallToolResult`, stored as received (hence the MCP field names `structuredContent`, `isError` and `_meta`). A result with `isError` true is a tool-level error reported by the tool itself; the call still counts as `succeeded`. Not every result has `content`: a 2026-07-28 upstream may leave it out, an `input_required` round's result has `resultType`, `inputRequests` and `requestState` instead, and a task-augmented call's has the created `task`.
+ * The result the upstream MCP server returned for the call: its `CallToolResult`, stored as received (hence the MCP field names `structuredContent`, `isError` and `_meta`). A result with `isError` true is a tool-level error reported by the tool itself; the call still counts as `succeeded`. Not every result has `content`: a 2026-07-28 upstream may leave it out, an `input_required` round's result has `resultType`, `inputRequests` and `requestState` instead, and a task-augmented call's has the created `task` (2025-11-25) or is the created task itself (Tasks extension: `resultType` `task`, `taskId`, `status`, …).
  */
 export type ToolCallOutput = {
     /**
@@ -905,7 +905,26 @@ export type ToolCallError = {
 };
 
 /**
- * The task a task-augmented call (MCP tasks) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session.
+ * A JSON-RPC error as a failed task's `error` carries it (MCP Tasks extension, SEP-2663), stored as the upstream sent it.
+ */
+export type ToolCallTaskError = {
+    /**
+     * The JSON-RPC error code.
+     */
+    code: number;
+    /**
+     * The error's message.
+     */
+    message: string;
+    /**
+     * Whatever the upstream added to the error.
+     */
+    data?: unknown;
+    [key: string]: unknown;
+};
+
+/**
+ * The task a task-augmented call (MCP tasks: core in MCP 2025-11-25, the Tasks extension `io.modelcontextprotocol/tasks` in 2026-07-28) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session.
  */
 export type ToolCallTask = {
     /**
@@ -917,9 +936,13 @@ export type ToolCallTask = {
      */
     status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
     /**
-     * The task's outcome as `tasks/result` returned it, or null until a client fetched it.
+     * The task's outcome as `tasks/result` returned it (2025-11-25), or as the `result` of a completed task that `tasks/get` returned (Tasks extension); null until a client fetched it.
      */
     result: ToolCallOutput | null;
+    /**
+     * The JSON-RPC error a `failed` task of the Tasks extension ended with, as `tasks/get` returned it; null for any other task, and until a client fetched it. Extends the documented fields.
+     */
+    error: ToolCallTaskError | null;
     updated_at: Timestamp;
 };
 

@@ -3139,7 +3139,7 @@ export interface components {
             input_schema: components["schemas"]["JsonSchemaObject"];
         };
         /**
-         * @description The result the upstream MCP server returned for the call: its `CallToolResult`, stored as received (hence the MCP field names `structuredContent`, `isError` and `_meta`). A result with `isError` true is a tool-level error reported by the tool itself; the call still counts as `succeeded`. Not every result has `content`: a 2026-07-28 upstream may leave it out, an `input_required` round's result has `resultType`, `inputRequests` and `requestState` instead, and a task-augmented call's has the created `task`.
+         * @description The result the upstream MCP server returned for the call: its `CallToolResult`, stored as received (hence the MCP field names `structuredContent`, `isError` and `_meta`). A result with `isError` true is a tool-level error reported by the tool itself; the call still counts as `succeeded`. Not every result has `content`: a 2026-07-28 upstream may leave it out, an `input_required` round's result has `resultType`, `inputRequests` and `requestState` instead, and a task-augmented call's has the created `task` (2025-11-25) or is the created task itself (Tasks extension: `resultType` `task`, `taskId`, `status`, …).
          * @example {
          *       "content": [
          *         {
@@ -3191,7 +3191,30 @@ export interface components {
             message: string;
         };
         /**
-         * @description The task a task-augmented call (MCP tasks) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session.
+         * @description A JSON-RPC error as a failed task's `error` carries it (MCP Tasks extension, SEP-2663), stored as the upstream sent it.
+         * @example {
+         *       "code": -32603,
+         *       "message": "The archive is offline"
+         *     }
+         */
+        ToolCallTaskError: {
+            /**
+             * @description The JSON-RPC error code.
+             * @example -32603
+             */
+            code: number;
+            /**
+             * @description The error's message.
+             * @example The archive is offline
+             */
+            message: string;
+            /** @description Whatever the upstream added to the error. */
+            data?: unknown;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The task a task-augmented call (MCP tasks: core in MCP 2025-11-25, the Tasks extension `io.modelcontextprotocol/tasks` in 2026-07-28) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session.
          * @example {
          *       "id": "task-7f3c",
          *       "status": "completed",
@@ -3203,6 +3226,7 @@ export interface components {
          *           }
          *         ]
          *       },
+         *       "error": null,
          *       "updated_at": "2026-11-23T09:30:04.128Z"
          *     }
          */
@@ -3218,8 +3242,10 @@ export interface components {
              * @enum {string}
              */
             status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-            /** @description The task's outcome as `tasks/result` returned it, or null until a client fetched it. */
+            /** @description The task's outcome as `tasks/result` returned it (2025-11-25), or as the `result` of a completed task that `tasks/get` returned (Tasks extension); null until a client fetched it. */
             result: components["schemas"]["ToolCallOutput"] | null;
+            /** @description The JSON-RPC error a `failed` task of the Tasks extension ended with, as `tasks/get` returned it; null for any other task, and until a client fetched it. Extends the documented fields. */
+            error: components["schemas"]["ToolCallTaskError"] | null;
             updated_at: components["schemas"]["Timestamp"];
         };
         /**

@@ -151,6 +151,7 @@ function toApi(r: Row<"tool_calls"> & { consumer_id: string | null }): ToolCall 
             id: r.task_id,
             status: r.task_status as NonNullable<ToolCall["task"]>["status"],
             result: r.task_result as NonNullable<ToolCall["task"]>["result"],
+            error: r.task_error as NonNullable<ToolCall["task"]>["error"],
             updated_at: iso(r.task_updated_at ?? r.created_at),
           },
     answers_call_id: r.answers_call_id,

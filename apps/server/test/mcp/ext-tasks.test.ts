@@ -1,0 +1,236 @@
+/**
+ * The Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663; ext-tasks specification/draft/tasks.md) through a
+ * session: a 2026-07-28 client that declares it gets from the gateway what it would get from a 2026-07-28 upstream
+ * that offers it, and the call's record follows the task. Clients are raw JSON-RPC over HTTP: the SDK v2 client
+ * (2.4.0) refuses a `resultType` of `task`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import type { StartedTestServer } from "../support/server.ts";
+import { startTestServer } from "../support/server.ts";
+import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
+import { TASKS_EXTENSION } from "../support/upstream-tasks.ts";
+import {
+  type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  endpointOf,
+  latestToolCall,
+  mcpHeaders,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+type Params = Record<string, unknown>;
+interface Answer {
+  status: number;
+  result?: Params;
+  error?: { code: number; message: string; data?: Params };
+}
+
+let t: StartedTestServer;
+let tasksUpstream: ModernUpstream;
+let plain: ModernUpstream;
+/** Two providers (task ids and URIs are prefixed): `tasks` offers the extension, `plain` does not. */
+let session: CreatedSession;
+
+beforeAll(async () => {
+  [t, tasksUpstream, plain] = await Promise.all([
+    startTestServer(),
+    startModernUpstream({ extensions: { [TASKS_EXTENSION]: {} } }),
+    startModernUpstream(),
+  ]);
+  const deployments = await Promise.all(
+    Object.entries({ tasks: tasksUpstream.url, plain: plain.url }).map(async ([slug, url]) => {
+      const provider = await remoteProvider(t.db, slug, url);
+      return (await deployProvider(t.client, provider.providerId, slug)).id;
+    }),
+  );
+  session = await createSession(
+    t.client,
+    deployments.map((id) => ({ provider_deployment: deploymentRef(id) })),
+  );
+});
+
+afterAll(async () => {
+  await upstreams.closeAll();
+  await Promise.all([tasksUpstream?.close(), plain?.close(), t?.close()]);
+});
+
+const DECLARING = { extensions: { [TASKS_EXTENSION]: {} } };
+
+/**
+ * A 2026-07-28 request with its standard headers (tasks.md "Streamable HTTP: Routing Headers": `Mcp-Name` is the
+ * task id) and envelope, declaring `capabilities`; its response as JSON or the last message of its SSE stream.
+ */
+async function request(method: string, params: Params, capabilities: Params = DECLARING): Promise<Answer> {
+  const name = method === "tools/call" ? params.name : params.taskId;
+  const response = await fetch(endpointOf(t, session), {
+    method: "POST",
+    headers: {
+      ...mcpHeaders(session.secret),
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": method,
+      ...(typeof name === "string" ? { "mcp-name": name } : {}),
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientInfo": { name: "raw-tasks-client", version: "1" },
+          "io.modelcontextprotocol/clientCapabilities": capabilities,
+        },
+      },
+    }),
+  });
+  const text = await response.text();
+  const json = response.headers.get("content-type")?.includes("text/event-stream")
+    ? (
+        text
+          .split("\n")
+          .filter((line) => line.startsWith("data: "))
+          .at(-1) ?? ""
+      ).slice("data: ".length)
+    : text;
+  return { status: response.status, ...(JSON.parse(json) as Omit<Answer, "status">) };
+}
+
+/** tasks/get until the task leaves `working`, as a client polls (tasks.md "Task Polling"). */
+async function pollWhileWorking(taskId: string): Promise<Params> {
+  for (;;) {
+    const { result, error } = await request("tasks/get", { taskId });
+    if (!result) throw new Error(`tasks/get failed: ${JSON.stringify(error)}`);
+    if (result.status !== "working") return result;
+    await new Promise((resolve) => setTimeout(resolve, Number(result.pollIntervalMs ?? 20)));
+  }
+}
+
+const recordedTask = async () => (await latestToolCall(t, session.id))?.task;
+const upstreamIdOf = (taskId: unknown) => String(taskId).slice("tasks+".length);
+
+/** Both ways the gateway serves a 2026-07-28 tools/call: its fast lane, and the SDK's server and client. */
+describe.each([
+  ["the fast lane", "1"],
+  ["the SDK's server and client", "0"],
+])("a task-augmented tools/call through %s", (_lane, fastCalls) => {
+  beforeAll(() => {
+    process.env.TOOLPLANE_MCP_FAST_CALLS = fastCalls;
+  });
+  afterAll(() => {
+    delete process.env.TOOLPLANE_MCP_FAST_CALLS;
+  });
+
+  // tasks.md "Task Creation": the server MAY answer a declaring client's tools/call with a CreateTaskResult
+  // (`resultType: "task"`, `Result & Task`); "Task Polling": tasks/get answers the DetailedTask, `resultType`
+  // `complete`, with the final `result` inline once completed.
+  it("relays the CreateTaskResult, and tasks/get of its session-wide id until the result", async () => {
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "proxies" } });
+    expect(created.status).toBe(200);
+    const task = created.result ?? {};
+    expect(task).toMatchObject({ resultType: "task", status: "working", ttlMs: 60_000, pollIntervalMs: 20 });
+    expect(String(task.taskId)).toMatch(/^tasks\+/);
+    expect(task).not.toHaveProperty("content"); // a CreateTaskResult is no CallToolResult
+    // The declaration reached the upstream, which created the task; the record names it.
+    const upstreamId = upstreamIdOf(task.taskId);
+    expect(await recordedTask()).toMatchObject({ id: upstreamId, status: "working", result: null, error: null });
+
+    const done = await pollWhileWorking(String(task.taskId));
+    expect(done).toMatchObject({ resultType: "complete", taskId: task.taskId, status: "completed" });
+    // The inline result's URIs are the session's, as the call's own result would have them.
+    expect((done.result as { content: Params[] }).content[0]).toMatchObject({
+      type: "resource_link",
+      uri: "tasks+memo://report/proxies",
+    });
+    // The upstream was asked about its own id, and the record holds the task's outcome as the upstream gave it.
+    expect(tasksUpstream.tasks.requests.at(-1)).toMatchObject({ method: "tasks/get", params: { taskId: upstreamId } });
+    const recorded = await recordedTask();
+    expect(recorded).toMatchObject({ id: upstreamId, status: "completed", error: null });
+    expect(JSON.stringify(recorded?.result)).toContain("memo://report/proxies");
+  });
+
+  // tasks.md "Task Update Requests": an `input_required` task lists `inputRequests`; tasks/update brings the
+  // `inputResponses` and is acknowledged with an empty result (`resultType` `complete`).
+  it("relays inputRequests and routes tasks/update with the client's inputResponses", async () => {
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "maps", ask: true } });
+    const taskId = String(created.result?.taskId);
+    const asking = await pollWhileWorking(taskId);
+    expect(asking).toMatchObject({
+      status: "input_required",
+      inputRequests: { name: { method: "elicitation/create" } },
+    });
+    expect((await recordedTask())?.status).toBe("input_required");
+    const inputResponses = { name: { action: "accept", content: { name: "Ada" } } };
+    const updated = await request("tasks/update", { taskId, inputResponses });
+    expect(updated.result).toMatchObject({ resultType: "complete" });
+    expect(tasksUpstream.tasks.requests.at(-1)).toEqual({
+      method: "tasks/update",
+      params: expect.objectContaining({ taskId: upstreamIdOf(taskId), inputResponses }),
+    });
+    const done = await request("tasks/get", { taskId });
+    expect(done.result).toMatchObject({ status: "completed" });
+    expect(JSON.stringify(done.result?.result)).toContain("Report on maps for Ada");
+    expect(await recordedTask()).toMatchObject({ status: "completed" });
+  });
+
+  // tasks.md "Task Status": `failed` carries the JSON-RPC `error` the request ended with.
+  it("records a failed task's JSON-RPC error", async () => {
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "x", fail: true } });
+    const failed = await pollWhileWorking(String(created.result?.taskId));
+    expect(failed).toMatchObject({ status: "failed", error: { code: -32603, message: "The archive is offline" } });
+    expect(await recordedTask()).toMatchObject({
+      status: "failed",
+      result: null,
+      error: { code: -32603, message: "The archive is offline" },
+    });
+  });
+
+  // tasks.md "Task Cancellation": tasks/cancel is acknowledged with an empty result; a terminal status stays.
+  it("routes tasks/cancel, and the record keeps the terminal status", async () => {
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "y", ms: 60_000 } });
+    const taskId = String(created.result?.taskId);
+    expect((await request("tasks/cancel", { taskId })).result).toMatchObject({ resultType: "complete" });
+    expect(tasksUpstream.tasks.requests.at(-1)).toMatchObject({ method: "tasks/cancel" });
+    expect((await request("tasks/get", { taskId })).result).toMatchObject({ status: "cancelled" });
+    expect(await recordedTask()).toMatchObject({ status: "cancelled" });
+  });
+});
+
+describe("a client without the extension", () => {
+  // tasks.md "Capability Negotiation": a server MUST NOT return CreateTaskResult to a client that did not include
+  // the extension on its request, and answers -32021 (Missing Required Client Capability) when it cannot do
+  // without one. The gateway declares upstream only what the client declared.
+  it("gets the tool's result, or the upstream's -32021, never a task", async () => {
+    const answered = await request("tools/call", { name: "tasks_report", arguments: { topic: "z" } }, {});
+    expect(answered.result).toMatchObject({ resultType: "complete", content: [expect.anything(), expect.anything()] });
+    expect(answered.result).not.toHaveProperty("taskId");
+    const refused = await request("tools/call", { name: "tasks_report", arguments: { requireTask: true } }, {});
+    expect(refused.status).toBe(400);
+    expect(refused.error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    });
+  });
+});
+
+describe("server/discover and unknown tasks", () => {
+  // MCP 2026-07-28 server/discover; tasks.md "Capability Negotiation": the server declares the extension.
+  it("declares the extension an upstream offers", async () => {
+    const discovered = await request("server/discover", {});
+    expect(discovered.result?.capabilities).toMatchObject({
+      extensions: {
+        [TASKS_EXTENSION]: {},
+        "io.toolplane.test/widgets": { version: 1 },
+      },
+    });
+  });
+
+  // tasks.md "Error Handling": an invalid or nonexistent taskId is -32602.
+  it("answers a task id of no provider of the session with invalid params", async () => {
+    const unknown = await request("tasks/get", { taskId: "nobody+t1" });
+    expect(unknown.error).toMatchObject({ code: -32602 });
+  });
+});

@@ -1,0 +1,182 @@
+import { randomUUID } from "node:crypto";
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  type JSONRPCRequest,
+  MissingRequiredClientCapabilityError,
+  ProtocolError,
+  ProtocolErrorCode,
+  type Result,
+  Server,
+  type ServerContext,
+  type StandardSchemaV1,
+  type Tool,
+} from "@modelcontextprotocol/server";
+
+/**
+ * The Tasks extension (SEP-2663) as a 2026-07-28 server offers it, for the upstream fixtures. Neither the SDK v2 nor
+ * @modelcontextprotocol/ext-tasks 0.2.2 serves it (the package's receiver is the 2025-11-25 one, for requests a
+ * server sends its client): this follows specification/draft/tasks.md of modelcontextprotocol/ext-tasks.
+ */
+export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
+
+type Params = Record<string, unknown>;
+type Status = "working" | "input_required" | "completed" | "failed" | "cancelled";
+interface StoredTask {
+  taskId: string;
+  status: Status;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number;
+  pollIntervalMs: number;
+  /** The status-specific member of the DetailedTask (`result`, `error` or `inputRequests`). */
+  detail: Params;
+  /** Runs when the client answers the task's input requests (`tasks/update`). */
+  answered?: (responses: Params) => void;
+}
+
+export interface TasksUpstream {
+  /** The task requests it was sent (method and params, task ids as it named them), in order. */
+  requests: { method: string; params: Params }[];
+}
+
+/** Params of the extension's methods, checked by the handlers themselves (as the spec's errors require). */
+const anyParams: StandardSchemaV1<Params, Params> = {
+  "~standard": { version: 1, vendor: "toolplane-tests", validate: (value) => ({ value: value as Params }) },
+};
+
+/** Whether the request declared the extension in its per-request capabilities (tasks.md "Capability Negotiation"). */
+const declaresTasks = (ctx: ServerContext) => {
+  const envelope = ctx.mcpReq.envelope as Params | undefined;
+  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Params } | undefined;
+  return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
+};
+const missingTasksCapability = (what: string) =>
+  new MissingRequiredClientCapabilityError(
+    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    `Missing required client capability: ${what} needs the Tasks extension`,
+  );
+
+/**
+ * A Server whose tools/call may answer with a CreateTaskResult as the handler built it: the SDK checks every tool
+ * result against CallToolResult and gives one without `content` an empty one, which a CreateTaskResult (tasks.md
+ * "Task Creation": `Result & Task`) does not have.
+ */
+export class TasksServer extends Server {
+  protected override _wrapHandler(
+    method: string,
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    if (method !== "tools/call") return super._wrapHandler(method, handler);
+    const created = new WeakMap<AbortSignal, Result>();
+    const wrapped = super._wrapHandler(method, async (request, ctx) => {
+      const result = await handler(request, ctx);
+      if (result.resultType === "task") created.set(ctx.mcpReq.signal, result);
+      return result;
+    });
+    return async (request, ctx) => {
+      const result = await wrapped(request, ctx);
+      return created.get(ctx.mcpReq.signal) ?? result;
+    };
+  }
+}
+
+/**
+ * The fixture's tool `report` and the extension's methods. `report` (`topic`; `ask`: asks the client for a name
+ * first; `fail`: ends in a JSON-RPC error; `requireTask`: refuses a client without the extension; `ms`: how long it
+ * works, 50 by default) answers a request that declared the extension with a CreateTaskResult, and any other with
+ * its result at once (or, with `requireTask`, the -32021 error). A completed report links `memo://report/<topic>`.
+ */
+export function tasksExtension() {
+  const tasks = new Map<string, StoredTask>();
+  const state: TasksUpstream = { requests: [] };
+  const now = () => new Date().toISOString();
+  const move = (task: StoredTask, status: Status, detail: Params = {}) => {
+    if (["completed", "failed", "cancelled"].includes(task.status)) return; // terminal states never change
+    Object.assign(task, { status, detail, lastUpdatedAt: now() });
+  };
+  const reportResult = (topic: string, by?: string) => ({
+    content: [
+      { type: "resource_link", uri: `memo://report/${topic}`, name: `report on ${topic}` },
+      { type: "text", text: by ? `Report on ${topic} for ${by}` : `Report on ${topic}` },
+    ],
+    isError: false,
+  });
+  const view = ({ detail, answered: _answered, ...task }: StoredTask) => ({ ...task, ...detail });
+  const owned = (params: Params, ctx: ServerContext, method: string) => {
+    state.requests.push({ method, params });
+    // tasks.md "Error Handling": -32021 for non-declaring clients, -32602 for an unknown task.
+    if (!declaresTasks(ctx)) throw missingTasksCapability(method);
+    const task = tasks.get(String(params.taskId));
+    if (!task) throw new ProtocolError(ProtocolErrorCode.InvalidParams, "Failed to retrieve task: Task not found");
+    return task;
+  };
+
+  const tool: Tool = {
+    name: "report",
+    description: "Writes a report, as a task for a client that supports tasks.",
+    inputSchema: { type: "object", properties: { topic: { type: "string" } } },
+  };
+  const call = (args: Params, ctx: ServerContext): Params => {
+    const topic = String(args.topic ?? "nothing");
+    if (!declaresTasks(ctx)) {
+      if (args.requireTask) throw missingTasksCapability("report");
+      return reportResult(topic);
+    }
+    const createdAt = now();
+    const task: StoredTask = {
+      taskId: randomUUID(),
+      status: "working",
+      createdAt,
+      lastUpdatedAt: createdAt,
+      ttlMs: 60_000,
+      pollIntervalMs: 20,
+      detail: {},
+    };
+    tasks.set(task.taskId, task);
+    setTimeout(
+      () => {
+        if (args.fail) return move(task, "failed", { error: { code: -32603, message: "The archive is offline" } });
+        if (!args.ask) return move(task, "completed", { result: reportResult(topic) });
+        move(task, "input_required", {
+          inputRequests: {
+            name: {
+              method: "elicitation/create",
+              params: {
+                mode: "form",
+                message: "Who is the report for?",
+                requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+              },
+            },
+          },
+        });
+        task.answered = (responses) => {
+          const name = (responses.name as { content?: { name?: string } } | undefined)?.content?.name;
+          if (name) move(task, "completed", { result: reportResult(topic, name) });
+        };
+      },
+      Number(args.ms ?? 50),
+    );
+    const { detail: _none, answered: _unset, ...created } = task;
+    return { resultType: "task", ...created };
+  };
+
+  const install = (server: Server) => {
+    // tasks/get and tasks/cancel are 2025 methods the 2026-07-28 era dropped: the SDK serves them there only with
+    // schemas of their own (its isExtensionReusedRequestMethod).
+    server.setRequestHandler("tasks/get", { params: anyParams }, async (params, ctx) =>
+      view(owned(params, ctx, "tasks/get")),
+    );
+    server.setRequestHandler("tasks/update", { params: anyParams }, async (params, ctx) => {
+      // The SDK lifts the MRTR member `inputResponses` out of params into the request's context.
+      const responses = (ctx.mcpReq.inputResponses ?? {}) as Params;
+      const task = owned({ ...params, inputResponses: responses }, ctx, "tasks/update");
+      if (task.status === "input_required") task.answered?.(responses);
+      return {};
+    });
+    server.setRequestHandler("tasks/cancel", { params: anyParams }, async (params, ctx) => {
+      move(owned(params, ctx, "tasks/cancel"), "cancelled");
+      return {};
+    });
+  };
+  return { tool, call, install, state };
+}
