@@ -4,6 +4,9 @@
  * that offers it, and the call's record follows the task. Clients are raw JSON-RPC over HTTP: the SDK v2 client
  * (2.4.0) refuses a `resultType` of `task`.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
@@ -232,5 +235,28 @@ describe("server/discover and unknown tasks", () => {
   it("answers a task id of no provider of the session with invalid params", async () => {
     const unknown = await request("tasks/get", { taskId: "nobody+t1" });
     expect(unknown.error).toMatchObject({ code: -32602 });
+  });
+});
+
+describe("across eras (not translated)", () => {
+  // MCP 2025-11-25 basic/utilities/tasks: a receiver that does not support task augmentation of a request processes
+  // it normally. The gateway does not translate core tasks into the extension: a 2025 client's task-augmented call to
+  // a 2026-07-28 upstream gets the tool's result, and the session offers no `tasks` capability for it.
+  it("gives a 2025 client's task-augmented call to a 2026-07-28 upstream the tool's result", async () => {
+    const client = new Client({ name: "legacy-tasks-client", version: "1.0.0" }, { capabilities: {} });
+    await client.connect(
+      new StreamableHTTPClientTransport(endpointOf(t, session), {
+        requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+      }),
+    );
+    try {
+      expect(client.getServerCapabilities()?.tasks).toBeUndefined();
+      const params = { name: "tasks_report", arguments: { topic: "eras" }, task: {} };
+      const result = await client.request({ method: "tools/call", params }, CallToolResultSchema);
+      expect(JSON.stringify(result.content)).toContain("Report on eras");
+      expect(result).not.toHaveProperty("task");
+    } finally {
+      await client.close();
+    }
   });
 });
