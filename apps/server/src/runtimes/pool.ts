@@ -231,8 +231,10 @@ export class Upstream {
       return client
         .request({ method, params }, unchecked, { ...requestOptions, headers, allowInputRequired: true })
         .catch((error: unknown) => {
-          if (error instanceof ProtocolError && error.code === TASK_CREATED)
-            return error.data as Record<string, unknown>;
+          // Only relayTaskResults' stand-in: an upstream's own error of that code stays an error.
+          const created = error instanceof ProtocolError && error.code === TASK_CREATED ? error.data : undefined;
+          if ((created as Record<string, unknown> | undefined)?.resultType === "task")
+            return created as Record<string, unknown>;
           throw error;
         });
     });
