@@ -19,7 +19,14 @@ const child = spawn(command, args, {
   env: { ...process.env, TEST_DATABASE_URL: cluster.url },
 });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
-const code = await new Promise((resolve) => child.on("exit", (c, s) => resolve(c ?? (s ? 1 : 0))));
+const code = await new Promise((resolve) => {
+  child.on("exit", (c, s) => resolve(c ?? (s ? 1 : 0)));
+  // A command that cannot start (not found, not executable) emits no exit: the cluster must still go.
+  child.on("error", (err) => {
+    console.error(`postgres: could not run ${command}: ${err.message}`);
+    resolve(127);
+  });
+});
 cluster.remove();
 console.log("postgres: stopped and removed");
 process.exit(code);
