@@ -34,6 +34,7 @@ import type { SecretBox } from "../secrets/secret-box.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import { Namespaces } from "./keys.ts";
 import { SessionActivity } from "./session-activity.ts";
+import { extensionCreateTaskResult, runsAsTask } from "./task-eras.ts";
 
 type Item = Record<string, unknown>;
 
@@ -97,6 +98,11 @@ export interface CallOptions extends Downstream {
   paramHeaders?: Record<string, string | string[] | undefined>;
   /** The called tool's input schema as its upstream listed it: the source of the call's `Mcp-Param-*` headers. */
   toolSchema?: unknown;
+  /**
+   * The request is a 2026-07-28 one that declared the Tasks extension: a task-capable tool of a 2025-11-25 upstream
+   * runs as a task (see task-eras.ts).
+   */
+  tasksExtension?: boolean;
 }
 
 /**
@@ -488,6 +494,11 @@ export class Gateway {
     }
   }
 
+  /** Whether an upstream speaks 2026-07-28 (connecting first if needed). */
+  async speaksModern(upstream: Upstream): Promise<boolean> {
+    return (await upstream.describe(this.timeoutMs)).modern;
+  }
+
   /** Any request to one upstream, on behalf of the client (its server→client requests and notifications relayed). */
   async forward(
     provider: GatewaySessionProvider,
@@ -617,13 +628,21 @@ export class Gateway {
     try {
       if (upstream) {
         const { signal } = running;
+        // The client takes a task, the tool can run as one, and its upstream would not make one unasked (2025).
+        const asTask = options.tasksExtension === true && runsAsTask(item) && !(await this.speaksModern(upstream));
         result = await this.forward(
           provider,
           upstream,
           "tools/call",
-          { ...options.params, name, ...(input === undefined ? {} : { arguments: input }) },
+          {
+            ...options.params,
+            ...(asTask ? { task: {} } : {}),
+            name,
+            ...(input === undefined ? {} : { arguments: input }),
+          },
           { ...options, signal, toolSchema: item.inputSchema },
         );
+        if (asTask) result = extensionCreateTaskResult(result);
       }
     } catch (error) {
       failure = asFailure(error);

@@ -48,6 +48,7 @@ import type { Namespaces } from "./keys.ts";
 import { asLogLevel } from "./log-levels.ts";
 import { answeredRound, roundState } from "./rounds.ts";
 import { runningRequests } from "./running-requests.ts";
+import { declaresTasksExtension, extensionsOffered, extensionTask, taskErrorOf } from "./task-eras.ts";
 
 type Params = Record<string, unknown>;
 
@@ -185,7 +186,13 @@ export async function sessionMcpServer(
   // offer them (requests built for other methods need neither).
   const described = options.instructions ? await gateway.describe(await session()) : [];
   const merged = (capability: "tasks" | "extensions" | "experimental") =>
-    mergedCapability(described.map((d) => (d.capabilities as Params)[capability] as Params | undefined));
+    mergedCapability(
+      described.map((d) =>
+        capability === "extensions"
+          ? extensionsOffered(d.capabilities, d.modern)
+          : ((d.capabilities as Params)[capability] as Params | undefined),
+      ),
+    );
   const [tasks, extensions, experimental] = [merged("tasks"), merged("extensions"), merged("experimental")];
   const server = new GatewayServer(GATEWAY_INFO, {
     capabilities: {
@@ -488,6 +495,18 @@ export async function sessionMcpServer(
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Task ${taskId} is not known to this session.`);
     }
     const target = await locateResource(current, taskId, ctx);
+    // The extension's requests of a 2026-07-28 client about a task of a 2025 upstream are translated.
+    if (
+      ctx.mcpReq.envelope !== undefined &&
+      EXTENSION_TASK_METHODS.has(method) &&
+      !(await gateway.speaksModern(target.upstream))
+    ) {
+      return exposeTaskIds(
+        exposeUris(await legacyTask(method, params, ctx, target), names, target.provider.sessionProviderId),
+        names,
+        target.provider.sessionProviderId,
+      );
+    }
     const result = await forward(
       ctx,
       target.provider,
@@ -496,18 +515,62 @@ export async function sessionMcpServer(
       { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), taskId: target.uri },
       { untilDone: method === "tasks/result" },
     );
-    // The record follows the task where it can; the client's answer does not wait on that write failing.
-    const seen = taskSeenIn(method, result);
-    if (seen) {
-      await gateway.taskSeen(target.provider.sessionProviderId, target.uri, seen).catch((error: unknown) => {
-        serving.log.warn({ err: errorMessage(error) }, "task not recorded");
-      });
-    }
+    await recordTaskSeen(method, result, target);
     return exposeTaskIds(
       exposeUris(result, names, target.provider.sessionProviderId),
       names,
       target.provider.sessionProviderId,
     );
+  };
+
+  /** The record follows the task where it can; the client's answer does not wait on that write failing. */
+  const recordTaskSeen = async (method: string, answer: Params, { provider, uri }: LocatedTask) => {
+    const seen = taskSeenIn(method, answer);
+    if (!seen) return;
+    await gateway.taskSeen(provider.sessionProviderId, uri, seen).catch((error: unknown) => {
+      serving.log.warn({ err: errorMessage(error) }, "task not recorded");
+    });
+  };
+
+  /**
+   * A Tasks extension request about a task of a 2025-11-25 upstream (which created it for a translated tools/call,
+   * see task-eras.ts), answered in the extension's terms (tasks.md), and recorded as other tasks are:
+   * - tasks/get: the 2025 task, and once it ended its outcome from 2025's tasks/result inline ("Task Polling"): a
+   *   result makes it `completed` (2025 ends a tool error's task `failed`; the extension keeps `failed` for JSON-RPC
+   *   errors, "Task Execution Errors"), a JSON-RPC error `failed` with that `error`;
+   * - tasks/cancel: 2025's tasks/cancel, acknowledged with an empty result ("Task Cancellation");
+   * - tasks/update: refused, as 2025 has no way to answer a task's requests but its tasks/result stream.
+   */
+  const legacyTask = async (method: string, params: Params, ctx: ServerContext, target: LocatedTask) => {
+    const { provider, upstream, uri } = target;
+    if (method === "tasks/update") {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidRequest,
+        `Provider ${provider.providerSlug} speaks MCP 2025-11-25, which has no tasks/update: its task's input requests cannot be answered through the Tasks extension.`,
+      );
+    }
+    const upstreamParams = { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), taskId: uri };
+    const answer = await forward(ctx, provider, upstream, method, upstreamParams);
+    let task = extensionTask(withoutMetaKey(answer, RELATED_TASK_META_KEY));
+    if (method === "tasks/get" && (task.status === "completed" || task.status === "failed")) {
+      const outcome = await gateway
+        .forward(provider, upstream, "tasks/result", upstreamParams, {
+          ...downstream(ctx.mcpReq),
+          signal: ctx.mcpReq.signal,
+          untilDone: true,
+        })
+        .then(
+          (result) => ({ status: "completed", result: withoutMetaKey(result, RELATED_TASK_META_KEY) }),
+          (error: unknown) => {
+            const taskError = taskErrorOf(error);
+            if (!taskError) throw asProtocolError(error, provider);
+            return { status: "failed", error: taskError };
+          },
+        );
+      task = { ...task, ...outcome };
+    }
+    await recordTaskSeen(method, task, target);
+    return method === "tasks/get" ? { ...task, resultType: "complete" } : { resultType: "complete" };
   };
 
   /**
@@ -572,6 +635,12 @@ export async function sessionMcpServer(
 
   return server;
 }
+
+/** The Tasks extension's requests about a task (SEP-2663; 2026-07-28 has no tasks/result or tasks/list). */
+const EXTENSION_TASK_METHODS = new Set(["tasks/get", "tasks/update", "tasks/cancel"]);
+
+/** The provider and upstream that own a task, and the task id as the upstream names it. */
+type LocatedTask = NonNullable<Awaited<ReturnType<Gateway["locateUri"]>>>;
 
 /** A relayed server→client request (sampling, elicitation, roots) reaches only a client that declared it. */
 function assertDeclared(method: string, capabilities: ClientCapabilities | undefined): void {
@@ -658,6 +727,8 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
         capabilities,
         connectionId: serving.connectionId,
         ...(serving.paramHeaders ? { paramHeaders: serving.paramHeaders } : {}),
+        // Declared on this 2026-07-28 request (the extension is negotiated per request, not per connection).
+        tasksExtension: req.envelope !== undefined && declaresTasksExtension(capabilities),
         caller: () => ({
           request: (embedded, signal) => continuation.ask(embedded, signal),
           notify: (notification) => {
@@ -937,7 +1008,7 @@ function exposeUris(
   names: Namespaces,
   providerId: string | null,
 ): Record<string, unknown> {
-  const result = withoutUpstreamIdentity(upstreamResult);
+  const result = withoutMetaKey(upstreamResult, SERVER_INFO_META_KEY);
   if (!providerId || names.uri(providerId, "") === "") return result;
   const expose = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(expose);
@@ -981,11 +1052,12 @@ function exposeTaskIds(message: Params, names: Namespaces, providerId: string | 
   return out;
 }
 
-function withoutUpstreamIdentity(result: Params): Params {
+/** A result without one `_meta` key (without `_meta` when nothing else is left in it). */
+function withoutMetaKey(result: Params, key: string): Params {
   const meta = result._meta as Params | undefined;
-  if (!meta || !(SERVER_INFO_META_KEY in meta)) return result;
-  const { [SERVER_INFO_META_KEY]: _upstream, ...kept } = meta;
-  const { _meta: _dropped, ...rest } = result;
+  if (!meta || !(key in meta)) return result;
+  const { [key]: _key, ...kept } = meta;
+  const { _meta: _omitted, ...rest } = result;
   return Object.keys(kept).length > 0 ? { ...rest, _meta: kept } : rest;
 }
 

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import { startTestServer } from "../support/server.ts";
+import { type EverythingHttp, startEverythingHttp } from "../support/upstream-everything.ts";
 import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
 import { TASKS_EXTENSION } from "../support/upstream-tasks.ts";
 import {
@@ -36,6 +37,8 @@ let tasksUpstream: ModernUpstream;
 let plain: ModernUpstream;
 /** Two providers (task ids and URIs are prefixed): `tasks` offers the extension, `plain` does not. */
 let session: CreatedSession;
+/** The deployment of `plain`, for a session of its own with a 2025 upstream. */
+let plainDeployment: string;
 
 beforeAll(async () => {
   [t, tasksUpstream, plain] = await Promise.all([
@@ -49,6 +52,7 @@ beforeAll(async () => {
       return (await deployProvider(t.client, provider.providerId, slug)).id;
     }),
   );
+  plainDeployment = deployments[1] ?? "";
   session = await createSession(
     t.client,
     deployments.map((id) => ({ provider_deployment: deploymentRef(id) })),
@@ -66,12 +70,17 @@ const DECLARING = { extensions: { [TASKS_EXTENSION]: {} } };
  * A 2026-07-28 request with its standard headers (tasks.md "Streamable HTTP: Routing Headers": `Mcp-Name` is the
  * task id) and envelope, declaring `capabilities`; its response as JSON or the last message of its SSE stream.
  */
-async function request(method: string, params: Params, capabilities: Params = DECLARING): Promise<Answer> {
+async function request(
+  method: string,
+  params: Params,
+  capabilities: Params = DECLARING,
+  to: CreatedSession = session,
+): Promise<Answer> {
   const name = method === "tools/call" ? params.name : params.taskId;
-  const response = await fetch(endpointOf(t, session), {
+  const response = await fetch(endpointOf(t, to), {
     method: "POST",
     headers: {
-      ...mcpHeaders(session.secret),
+      ...mcpHeaders(to.secret),
       "mcp-protocol-version": "2026-07-28",
       "mcp-method": method,
       ...(typeof name === "string" ? { "mcp-name": name } : {}),
@@ -103,16 +112,16 @@ async function request(method: string, params: Params, capabilities: Params = DE
 }
 
 /** tasks/get until the task leaves `working`, as a client polls (tasks.md "Task Polling"). */
-async function pollWhileWorking(taskId: string): Promise<Params> {
+async function pollWhileWorking(taskId: string, to: CreatedSession = session): Promise<Params> {
   for (;;) {
-    const { result, error } = await request("tasks/get", { taskId });
+    const { result, error } = await request("tasks/get", { taskId }, DECLARING, to);
     if (!result) throw new Error(`tasks/get failed: ${JSON.stringify(error)}`);
     if (result.status !== "working") return result;
     await new Promise((resolve) => setTimeout(resolve, Number(result.pollIntervalMs ?? 20)));
   }
 }
 
-const recordedTask = async () => (await latestToolCall(t, session.id))?.task;
+const recordedTask = async (of: CreatedSession = session) => (await latestToolCall(t, of.id))?.task;
 const upstreamIdOf = (taskId: unknown) => String(taskId).slice("tasks+".length);
 
 /** Both ways the gateway serves a 2026-07-28 tools/call: its fast lane, and the SDK's server and client. */
@@ -238,7 +247,7 @@ describe("server/discover and unknown tasks", () => {
   });
 });
 
-describe("across eras (not translated)", () => {
+describe("a 2025 client over a 2026-07-28 upstream (not translated)", () => {
   // MCP 2025-11-25 basic/utilities/tasks: a receiver that does not support task augmentation of a request processes
   // it normally. The gateway does not translate core tasks into the extension: a 2025 client's task-augmented call to
   // a 2026-07-28 upstream gets the tool's result, and the session offers no `tasks` capability for it.
@@ -258,5 +267,105 @@ describe("across eras (not translated)", () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe("a 2025-11-25 upstream's task for a declaring 2026-07-28 client (translated)", () => {
+  let everything: EverythingHttp;
+  /** server-everything (MCP 2025-11-25 core tasks) with `plain`: task ids are prefixed. */
+  let legacy: CreatedSession;
+  /** execution.taskSupport "required": MCP 2025-11-25 refuses a call of it that is not task-augmented. */
+  const research = (topic: string, capabilities: Params = DECLARING) =>
+    request("tools/call", { name: "everything_simulate-research-query", arguments: { topic } }, capabilities, legacy);
+  const upstreamIdOfLegacy = (taskId: unknown) => String(taskId).slice("everything+".length);
+
+  beforeAll(async () => {
+    everything = await startEverythingHttp();
+    const provider = await remoteProvider(t.db, "everything", everything.url);
+    const deployment = (await deployProvider(t.client, provider.providerId, "everything")).id;
+    legacy = await createSession(
+      t.client,
+      [deployment, plainDeployment].map((id) => ({ provider_deployment: deploymentRef(id) })),
+    );
+  });
+  afterAll(async () => {
+    await everything?.close();
+  });
+
+  // tasks.md "Capability Negotiation": the server declares the extension; the gateway does for what it translates.
+  it("declares the extension for a 2025 upstream whose tool calls can be tasks", async () => {
+    const discovered = await request("server/discover", {}, DECLARING, legacy);
+    expect(discovered.result?.capabilities).toMatchObject({ extensions: { [TASKS_EXTENSION]: {} } });
+  });
+
+  describe.each([
+    ["the fast lane", "1"],
+    ["the SDK's server and client", "0"],
+  ])("through %s", (_lane, fastCalls) => {
+    beforeAll(() => {
+      process.env.TOOLPLANE_MCP_FAST_CALLS = fastCalls;
+    });
+    afterAll(() => {
+      delete process.env.TOOLPLANE_MCP_FAST_CALLS;
+    });
+
+    // tasks.md "Task Creation": the gateway, as the server, answers a CreateTaskResult (`resultType: "task"`, the
+    // Task's members at the top level: `ttlMs` and `pollIntervalMs` for 2025's `ttl` and `pollInterval`);
+    // "Task Polling": tasks/get answers `resultType` `complete`, with the final `result` inline once completed,
+    // which the gateway fetched with 2025's tasks/result.
+    it("runs the tool as a 2025 task and answers it as the extension's, tasks/get until the inline result", async () => {
+      const created = await research("eras");
+      expect(created.status).toBe(200);
+      const task = created.result ?? {};
+      expect(task).toMatchObject({ resultType: "task", status: "working", ttlMs: 300_000, pollIntervalMs: 1000 });
+      expect(String(task.taskId)).toMatch(/^everything\+/);
+      for (const member of ["task", "content", "ttl", "pollInterval"]) expect(task).not.toHaveProperty(member);
+      const upstreamId = upstreamIdOfLegacy(task.taskId);
+      expect(await recordedTask(legacy)).toMatchObject({ id: upstreamId, status: "working", result: null });
+
+      const done = await pollWhileWorking(String(task.taskId), legacy);
+      expect(done).toMatchObject({ resultType: "complete", taskId: task.taskId, status: "completed" });
+      expect(done).not.toHaveProperty("error");
+      expect(JSON.stringify(done.result)).toContain("Research Report: eras");
+      // No 2025 related-task `_meta` (it would name the upstream's id) in the inline result.
+      expect(JSON.stringify(done.result)).not.toContain(upstreamId);
+      const recorded = await recordedTask(legacy);
+      expect(recorded).toMatchObject({ id: upstreamId, status: "completed", error: null });
+      expect(JSON.stringify(recorded?.result)).toContain("Research Report: eras");
+    });
+  });
+
+  // tasks.md "Task Cancellation": tasks/cancel is acknowledged with an empty result; the status follows in tasks/get.
+  it("maps tasks/cancel onto 2025's, acknowledged with an empty result", async () => {
+    const created = await research("cancelled");
+    const taskId = String(created.result?.taskId);
+    const cancelled = await request("tasks/cancel", { taskId }, DECLARING, legacy);
+    expect(cancelled.result).toMatchObject({ resultType: "complete" });
+    for (const member of ["taskId", "status", "task"]) expect(cancelled.result).not.toHaveProperty(member);
+    expect((await request("tasks/get", { taskId }, DECLARING, legacy)).result).toMatchObject({
+      resultType: "complete",
+      status: "cancelled",
+    });
+    expect(await recordedTask(legacy)).toMatchObject({ status: "cancelled" });
+  });
+
+  // tasks.md "Task Update Requests": MCP 2025-11-25 has no tasks/update (a task's requests reach the client only on
+  // its tasks/result stream): refused with a JSON-RPC error that says so.
+  it("refuses tasks/update of a 2025 task", async () => {
+    const created = await research("updates");
+    const taskId = String(created.result?.taskId);
+    const updated = await request("tasks/update", { taskId, inputResponses: {} }, DECLARING, legacy);
+    expect(updated.error).toMatchObject({ code: -32600, message: expect.stringContaining("2025-11-25") });
+    await request("tasks/cancel", { taskId }, DECLARING, legacy);
+  });
+
+  // tasks.md "Capability Negotiation": no CreateTaskResult for a client that did not declare the extension; the
+  // call goes on untranslated, and the 2025 upstream refuses a task-required tool's plain call (server-everything
+  // says so in a tool error).
+  it("gives a client without the extension no task: the upstream's error", async () => {
+    const answered = await research("plain", {});
+    expect(answered.result).toMatchObject({ resultType: "complete", isError: true });
+    expect(JSON.stringify(answered.result?.content)).toContain("requires task augmentation");
+    expect(answered.result).not.toHaveProperty("taskId");
   });
 });
