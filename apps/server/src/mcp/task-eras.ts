@@ -27,14 +27,14 @@ export function extensionsOffered(capabilities: ServerCapabilities, modern: bool
 }
 
 /**
- * Whether a 2025 upstream's tool runs as a task for such a client: when its listing says it can
- * (`execution.taskSupport` "required" or "optional"). "optional" too: in the extension the server alone decides
- * (tasks.md "Capability Negotiation"), a declaring client takes either answer, and an upstream that marks a tool
- * so says it is worth running as one (long work that no request has to stay open for).
+ * Whether a 2025 upstream's tool runs as a task for such a client: only when its listing says it must
+ * (`execution.taskSupport` "required"), which a plain call cannot run. An "optional" one is called plainly: a 2025
+ * task hands its requests (elicitation, sampling) to the client only on its tasks/result stream, which the
+ * extension has no place for, so a task that asks would wait for ever; called plainly, its requests become
+ * `input_required` rounds as any call's do.
  */
 export function runsAsTask(tool: Params): boolean {
-  const support = (tool.execution as Params | undefined)?.taskSupport;
-  return support === "required" || support === "optional";
+  return (tool.execution as Params | undefined)?.taskSupport === "required";
 }
 
 /**
