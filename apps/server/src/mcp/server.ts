@@ -495,32 +495,27 @@ export async function sessionMcpServer(
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Task ${taskId} is not known to this session.`);
     }
     const target = await locateResource(current, taskId, ctx);
-    // The extension's requests of a 2026-07-28 client about a task of a 2025 upstream are translated.
+    const providerId = target.provider.sessionProviderId;
+    let answer: Params;
+    // The extension's requests of a 2026-07-28 client about a task of a 2025 upstream are translated (and recorded).
     if (
       ctx.mcpReq.envelope !== undefined &&
       EXTENSION_TASK_METHODS.has(method) &&
       !(await gateway.speaksModern(target.upstream))
     ) {
-      return exposeTaskIds(
-        exposeUris(await legacyTask(method, params, ctx, target), names, target.provider.sessionProviderId),
-        names,
-        target.provider.sessionProviderId,
+      answer = await legacyTask(method, params, ctx, target);
+    } else {
+      answer = await forward(
+        ctx,
+        target.provider,
+        target.upstream,
+        method,
+        { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), taskId: target.uri },
+        { untilDone: method === "tasks/result" },
       );
+      await recordTaskSeen(method, answer, target);
     }
-    const result = await forward(
-      ctx,
-      target.provider,
-      target.upstream,
-      method,
-      { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), taskId: target.uri },
-      { untilDone: method === "tasks/result" },
-    );
-    await recordTaskSeen(method, result, target);
-    return exposeTaskIds(
-      exposeUris(result, names, target.provider.sessionProviderId),
-      names,
-      target.provider.sessionProviderId,
-    );
+    return exposeTaskIds(exposeUris(answer, names, providerId), names, providerId);
   };
 
   /** The record follows the task where it can; the client's answer does not wait on that write failing. */

@@ -232,9 +232,11 @@ export class Upstream {
         .request({ method, params }, unchecked, { ...requestOptions, headers, allowInputRequired: true })
         .catch((error: unknown) => {
           // Only relayTaskResults' stand-in: an upstream's own error of that code stays an error.
-          const created = error instanceof ProtocolError && error.code === TASK_CREATED ? error.data : undefined;
-          if ((created as Record<string, unknown> | undefined)?.resultType === "task")
-            return created as Record<string, unknown>;
+          const created =
+            error instanceof ProtocolError && error.code === TASK_CREATED
+              ? (error.data as Record<string, unknown> | undefined)
+              : undefined;
+          if (created?.resultType === "task") return created;
           throw error;
         });
     });

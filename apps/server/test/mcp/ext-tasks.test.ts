@@ -125,16 +125,23 @@ const recordedTask = async (of: CreatedSession = session) => (await latestToolCa
 const upstreamIdOf = (taskId: unknown) => String(taskId).slice("tasks+".length);
 
 /** Both ways the gateway serves a 2026-07-28 tools/call: its fast lane, and the SDK's server and client. */
-describe.each([
+const LANES = [
   ["the fast lane", "1"],
   ["the SDK's server and client", "0"],
-])("a task-augmented tools/call through %s", (_lane, fastCalls) => {
+] as const;
+
+/** The enclosing describe's calls take the lane `fastCalls` names (TOOLPLANE_MCP_FAST_CALLS, read per request). */
+function servedThrough(fastCalls: string) {
   beforeAll(() => {
     process.env.TOOLPLANE_MCP_FAST_CALLS = fastCalls;
   });
   afterAll(() => {
     delete process.env.TOOLPLANE_MCP_FAST_CALLS;
   });
+}
+
+describe.each(LANES)("a task-augmented tools/call through %s", (_lane, fastCalls) => {
+  servedThrough(fastCalls);
 
   // tasks.md "Task Creation": the server MAY answer a declaring client's tools/call with a CreateTaskResult
   // (`resultType: "task"`, `Result & Task`); "Task Polling": tasks/get answers the DetailedTask, `resultType`
@@ -298,16 +305,8 @@ describe("a 2025-11-25 upstream's task for a declaring 2026-07-28 client (transl
     expect(discovered.result?.capabilities).toMatchObject({ extensions: { [TASKS_EXTENSION]: {} } });
   });
 
-  describe.each([
-    ["the fast lane", "1"],
-    ["the SDK's server and client", "0"],
-  ])("through %s", (_lane, fastCalls) => {
-    beforeAll(() => {
-      process.env.TOOLPLANE_MCP_FAST_CALLS = fastCalls;
-    });
-    afterAll(() => {
-      delete process.env.TOOLPLANE_MCP_FAST_CALLS;
-    });
+  describe.each(LANES)("through %s", (_lane, fastCalls) => {
+    servedThrough(fastCalls);
 
     // tasks.md "Task Creation": the gateway, as the server, answers a CreateTaskResult (`resultType: "task"`, the
     // Task's members at the top level: `ttlMs` and `pollIntervalMs` for 2025's `ttl` and `pollInterval`);
