@@ -959,7 +959,8 @@ export class FirstAnswer {
   }
 }
 
-function asFailure(error: unknown): UpstreamFailure {
+/** An upstream request's error as the UpstreamFailure a listing reports (a generic one for anything else). */
+export function asFailure(error: unknown): UpstreamFailure {
   if (error instanceof UpstreamFailure) return error;
   return new UpstreamFailure("upstream_unavailable", "The upstream MCP server failed the request.");
 }

@@ -16,6 +16,7 @@ import {
   type ServerCapabilities,
   type ServerContext,
 } from "@modelcontextprotocol/server";
+import { SKILLS_LIST_METHOD } from "@modelcontextprotocol/server/ext/skills";
 import type { Logger } from "pino";
 import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { isDatabaseUnavailable } from "../lib/db-errors.ts";
@@ -48,6 +49,7 @@ import type { Namespaces } from "./keys.ts";
 import { asLogLevel } from "./log-levels.ts";
 import { answeredRound, roundState } from "./rounds.ts";
 import { runningRequests } from "./running-requests.ts";
+import { exposeSkillResult, listSkills, type SendToProvider, SKILL_URI_METHODS, skillRefusal } from "./skills.ts";
 import { declaresTasksExtension, extensionsOffered, extensionTask, taskErrorOf } from "./task-eras.ts";
 
 type Params = Record<string, unknown>;
@@ -598,9 +600,40 @@ export async function sessionMcpServer(
     if (request.method.startsWith("tasks/")) {
       return task(request.method, (request.params ?? {}) as Params, ctx as ServerContext) as never;
     }
+    if (request.method === SKILLS_LIST_METHOD) return skillsListing(ctx as ServerContext) as never;
+    if (SKILL_URI_METHODS.has(request.method)) {
+      return bySkillUri(request.method, (request.params ?? {}) as Params, ctx as ServerContext) as never;
+    }
     const { provider, upstream } = await methodOwner(request.method, downstream(mcpReq));
     const params = request.params ? forwardedParams(request.params as Params, mcpReq, logLevelOf(mcpReq)) : undefined;
     return forward(ctx as ServerContext, provider, upstream, request.method, params) as never;
+  };
+
+  /** The Skills extension's skills/list: every provider's skills as one listing (see skills.ts). */
+  const skillsListing = async (ctx: ServerContext) => {
+    const current = await session();
+    const through = downstream(ctx.mcpReq);
+    const send: SendToProvider = (provider, upstream, method, params) =>
+      forward(ctx, provider, upstream, method, forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)));
+    const { result, failures } = await listSkills(gateway, current, await gateway.describe(current, through), send);
+    await reportFailures(ctx, serving, failures, logLevelOf(ctx.mcpReq));
+    return result;
+  };
+  /** skills/get and resources/directory/read: to the provider the URI names, as resources/read. */
+  const bySkillUri = async (method: string, params: Params, ctx: ServerContext) => {
+    const current = await session();
+    const target = await locateResource(current, String(params.uri), ctx);
+    const { capabilities } = await target.upstream.describe(gateway.timeoutMs);
+    const refusal = skillRefusal(method, target.provider, capabilities as Params);
+    if (refusal) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `${String(params.uri)}: ${refusal}`);
+    const result = await forward(ctx, target.provider, target.upstream, method, {
+      ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)),
+      uri: target.uri,
+    });
+    const names = gateway.namespaces(current);
+    return exposeSkillResult(exposeUris(result, names, target.provider.sessionProviderId), (uri) =>
+      names.uri(target.provider.sessionProviderId, uri),
+    );
   };
 
   // The Tasks extension's tasks/get and tasks/cancel (SEP-2663) reuse names of 2025's core tasks, which 2026-07-28
@@ -955,16 +988,17 @@ function mergedInstructions(described: Described[]): string {
 }
 
 /**
- * A capability of the session made of its upstreams': whatever any of them offers, merged member by member. For
- * `tasks` (each task is routed to its own upstream), `extensions` and `experimental` (what they put in `_meta` and
- * resources passes through; a method of their own reaches the upstream that owns it, see methodOwners).
+ * A capability of the session made of its upstreams': whatever any of them offers, merged member by member (a flag
+ * is set when any of them sets it). For `tasks` (each task is routed to its own upstream), `extensions` and
+ * `experimental` (what they put in `_meta` and resources passes through; a method of their own reaches the upstream
+ * that owns it, see methodOwners).
  */
 function mergedCapability(offered: (Params | undefined)[]): Params | undefined {
   const merge = (into: Params, from: Params) => {
     for (const [key, value] of Object.entries(from)) {
       if (value && typeof value === "object" && !Array.isArray(value)) {
         into[key] = merge({ ...((into[key] as Params | undefined) ?? {}) }, value as Params);
-      } else into[key] = value;
+      } else into[key] = typeof value === "boolean" ? into[key] === true || value : value;
     }
     return into;
   };
@@ -976,8 +1010,9 @@ function mergedCapability(offered: (Params | undefined)[]): Params | undefined {
  * The providers that may own `method`, one MCP does not define: those that declare an extension or an `experimental`
  * capability, MCP's only ways for a server to offer methods of its own (MCP 2026-07-28 basic/versioning; SEP-2133).
  * MCP does not tie a method to its extension, but the official extensions name theirs after themselves (SEP-2663
- * reserves `tasks/` for `io.modelcontextprotocol/tasks`; the Skills extension serves `skills/list`): when some
- * providers declare one named like the method's first segment (or that prefixes the method whole), only those.
+ * reserves `tasks/` for `io.modelcontextprotocol/tasks`; the Skills extension's methods have rules of their own,
+ * see skills.ts): when some providers declare one named like the method's first segment (or that prefixes the
+ * method whole), only those.
  */
 function methodOwners(method: string, described: Described[]): Described[] {
   const family = method.split("/")[0];
