@@ -12,6 +12,11 @@ import { upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import { startTestServer } from "../support/server.ts";
 import { type EverythingHttp, startEverythingHttp } from "../support/upstream-everything.ts";
+import {
+  BROKEN_TASK_ERROR,
+  type LegacyTasksUpstream,
+  startLegacyTasksUpstream,
+} from "../support/upstream-legacy-tasks.ts";
 import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
 import { TASKS_EXTENSION } from "../support/upstream-tasks.ts";
 import {
@@ -279,7 +284,8 @@ describe("a 2025 client over a 2026-07-28 upstream (not translated)", () => {
 
 describe("a 2025-11-25 upstream's task for a declaring 2026-07-28 client (translated)", () => {
   let everything: EverythingHttp;
-  /** server-everything (MCP 2025-11-25 core tasks) with `plain`: task ids are prefixed. */
+  let kiln: LegacyTasksUpstream;
+  /** server-everything and `kiln` (MCP 2025-11-25 core tasks) with `plain`: task ids are prefixed. */
   let legacy: CreatedSession;
   /** execution.taskSupport "required": MCP 2025-11-25 refuses a call of it that is not task-augmented. */
   const research = (topic: string, capabilities: Params = DECLARING) =>
@@ -287,16 +293,20 @@ describe("a 2025-11-25 upstream's task for a declaring 2026-07-28 client (transl
   const upstreamIdOfLegacy = (taskId: unknown) => String(taskId).slice("everything+".length);
 
   beforeAll(async () => {
-    everything = await startEverythingHttp();
-    const provider = await remoteProvider(t.db, "everything", everything.url);
-    const deployment = (await deployProvider(t.client, provider.providerId, "everything")).id;
+    [everything, kiln] = await Promise.all([startEverythingHttp(), startLegacyTasksUpstream()]);
+    const deployments = await Promise.all(
+      Object.entries({ everything: everything.url, kiln: kiln.url }).map(async ([slug, url]) => {
+        const provider = await remoteProvider(t.db, slug, url);
+        return (await deployProvider(t.client, provider.providerId, slug)).id;
+      }),
+    );
     legacy = await createSession(
       t.client,
-      [deployment, plainDeployment].map((id) => ({ provider_deployment: deploymentRef(id) })),
+      [...deployments, plainDeployment].map((id) => ({ provider_deployment: deploymentRef(id) })),
     );
   });
   afterAll(async () => {
-    await everything?.close();
+    await Promise.all([everything?.close(), kiln?.close()]);
   });
 
   // tasks.md "Capability Negotiation": the server declares the extension; the gateway does for what it translates.
@@ -331,6 +341,38 @@ describe("a 2025-11-25 upstream's task for a declaring 2026-07-28 client (transl
       const recorded = await recordedTask(legacy);
       expect(recorded).toMatchObject({ id: upstreamId, status: "completed", error: null });
       expect(JSON.stringify(recorded?.result)).toContain("Research Report: eras");
+    });
+
+    // tasks.md "Task Execution Errors": a JSON-RPC error during execution makes the task `failed` with that `error`
+    // (2025's tasks/result answers it as the call would have, MCP 2025-11-25 "Result Retrieval").
+    it("answers a 2025 task that ended in a JSON-RPC error as failed with that error, and records it", async () => {
+      const created = await request("tools/call", { name: "kiln_breaks" }, DECLARING, legacy);
+      const taskId = String(created.result?.taskId);
+      expect(taskId).toMatch(/^kiln\+/);
+      const failed = await pollWhileWorking(taskId, legacy);
+      const error = { code: BROKEN_TASK_ERROR.code, data: BROKEN_TASK_ERROR.data };
+      expect(failed).toMatchObject({ resultType: "complete", taskId, status: "failed", error });
+      expect(String((failed.error as Params).message)).toContain(BROKEN_TASK_ERROR.message);
+      expect(failed).not.toHaveProperty("result");
+      const recorded = await recordedTask(legacy);
+      expect(recorded).toMatchObject({ id: taskId.slice("kiln+".length), status: "failed", result: null, error });
+      expect(JSON.stringify(recorded?.error)).toContain(BROKEN_TASK_ERROR.message);
+    });
+
+    // tasks.md "Task Execution Errors": a tool result with `isError` is `completed`, the result inline (2025 ends
+    // such a task `failed`, its tasks/result answering the result).
+    it("answers a 2025 task whose tool result is an error as completed with that result", async () => {
+      const created = await request("tools/call", { name: "kiln_regrets" }, DECLARING, legacy);
+      const taskId = String(created.result?.taskId);
+      const done = await pollWhileWorking(taskId, legacy);
+      expect(done).toMatchObject({
+        resultType: "complete",
+        status: "completed",
+        result: { content: [{ type: "text", text: "The glaze ran" }], isError: true },
+      });
+      expect(done).not.toHaveProperty("error");
+      const recorded = await recordedTask(legacy);
+      expect(recorded).toMatchObject({ status: "completed", error: null, result: { isError: true } });
     });
   });
 

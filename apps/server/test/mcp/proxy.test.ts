@@ -28,8 +28,8 @@ import { upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import { startTestServer } from "../support/server.ts";
 import { type EverythingHttp, startEverythingHttp } from "../support/upstream-everything.ts";
+import { startLegacyTasksUpstream } from "../support/upstream-legacy-tasks.ts";
 import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
-import { startQuickTaskUpstream } from "../support/upstream-quick-task.ts";
 import {
   type CreatedSession,
   createSession,
@@ -601,7 +601,7 @@ describe("tasks", () => {
   });
 
   it("writes a status announced before the call that created the task was recorded", async () => {
-    const quick = await startQuickTaskUpstream();
+    const quick = await startLegacyTasksUpstream();
     closers.push(() => quick.close());
     const provider = await remoteProvider(t.db, "quick", quick.url);
     const deployment = await deployProvider(t.client, provider.providerId, "Quick");
