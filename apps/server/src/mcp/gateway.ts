@@ -34,7 +34,13 @@ import type { SecretBox } from "../secrets/secret-box.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import { Namespaces } from "./keys.ts";
 import { SessionActivity } from "./session-activity.ts";
-import { extensionCreateTaskResult, runsAsTask } from "./task-eras.ts";
+import {
+  coreCreateTaskResult,
+  coreTasksViaExtension,
+  declaringTasksExtension,
+  extensionCreateTaskResult,
+  runsAsTask,
+} from "./task-eras.ts";
 
 type Item = Record<string, unknown>;
 
@@ -623,19 +629,31 @@ export class Gateway {
 
     let result: Item | null = null;
     let failure: UpstreamFailure | null = failed;
+    // A 2025 client's task-augmented call to a 2026-07-28 upstream with the Tasks extension: the extension, declared
+    // on this request, stands in for 2025's `task` (see task-eras.ts); its answer becomes 2025's once recorded.
+    const { task: coreTaskParams, ...params } = options.params ?? {};
+    let viaExtension = false;
+    let through = upstream;
     // Registered while it runs: shutdown fails the calls still running (see callsInFlight).
     const running = callsInFlight.start(id, this.db, options.signal);
     try {
       if (upstream) {
         const { signal } = running;
+        viaExtension = coreTaskParams !== undefined && coreTasksViaExtension(await upstream.describe(this.timeoutMs));
+        through = viaExtension
+          ? await this.upstreamFor(session.instanceId, provider, {
+              ...options,
+              capabilities: declaringTasksExtension(options.capabilities),
+            })
+          : upstream;
         // The client takes a task, the tool can run as one, and its upstream would not make one unasked (2025).
         const asTask = options.tasksExtension === true && runsAsTask(item) && !(await this.speaksModern(upstream));
         result = await this.forward(
           provider,
-          upstream,
+          through,
           "tools/call",
           {
-            ...options.params,
+            ...(viaExtension ? params : options.params),
             ...(asTask ? { task: {} } : {}),
             name,
             ...(input === undefined ? {} : { arguments: input }),
@@ -649,8 +667,11 @@ export class Gateway {
     }
     clearTimeout(insertLater);
     try {
-      const outcome = await this.complete(record, recorded, upstream, result, failure);
-      await this.recordCreatedTask(outcome, upstream);
+      const outcome = await this.complete(record, recorded, through, result, failure);
+      // Translated after the record's output is written: a result the upstream answered at once is the outcome of
+      // the gateway's own task (see coreCreateTaskResult), read back from there.
+      if (viaExtension && outcome.result) outcome.result = coreCreateTaskResult(outcome.result, outcome.record.id);
+      await this.recordCreatedTask(outcome, through);
       toolCallFinished(provider, outcome, startedAt);
       return outcome;
     } finally {
@@ -768,6 +789,21 @@ export class Gateway {
         ]),
       )
       .execute();
+  }
+
+  /**
+   * The task the gateway answered itself for a call of session provider `sessionProviderId` (a 2025 client's
+   * task-augmented call that a 2026-07-28 upstream ran at once, see coreCreateTaskResult): the call's record, whose
+   * id is the task's; undefined for any other task id.
+   */
+  async heldTask(sessionProviderId: string, taskId: string) {
+    return this.db
+      .selectFrom("tool_calls")
+      .select(["output", "task_status", "created_at", "completed_at"])
+      .where("id", "=", taskId)
+      .where("task_id", "=", taskId)
+      .where("session_provider_id", "=", sessionProviderId)
+      .executeTakeFirst();
   }
 
   /** `callId` if it is a call of session `sessionId`, else null. */

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
@@ -50,7 +51,20 @@ import { asLogLevel } from "./log-levels.ts";
 import { answeredRound, roundState } from "./rounds.ts";
 import { runningRequests } from "./running-requests.ts";
 import { exposeSkillResult, listSkills, type SendToProvider, SKILL_URI_METHODS, skillRefusal } from "./skills.ts";
-import { declaresTasksExtension, extensionsOffered, extensionTask, taskErrorOf } from "./task-eras.ts";
+import {
+  coreTask,
+  coreTaskOutcome,
+  coreTasksViaExtension,
+  coreTaskTool,
+  declaresTasksExtension,
+  declaringTasksExtension,
+  extensionsOffered,
+  extensionTask,
+  heldTask,
+  TERMINAL_TASK_STATUSES,
+  taskErrorOf,
+  tasksOffered,
+} from "./task-eras.ts";
 
 type Params = Record<string, unknown>;
 
@@ -187,14 +201,12 @@ export async function sessionMcpServer(
   // What the client learns at initialize or server/discover: the upstreams' instructions, and tasks where they
   // offer them (requests built for other methods need neither).
   const described = options.instructions ? await gateway.describe(await session()) : [];
-  const merged = (capability: "tasks" | "extensions" | "experimental") =>
-    mergedCapability(
-      described.map((d) =>
-        capability === "extensions"
-          ? extensionsOffered(d.capabilities, d.modern)
-          : ((d.capabilities as Params)[capability] as Params | undefined),
-      ),
-    );
+  const offered = {
+    tasks: tasksOffered,
+    extensions: (d: Described) => extensionsOffered(d.capabilities, d.modern),
+    experimental: (d: Described) => (d.capabilities as Params).experimental as Params | undefined,
+  };
+  const merged = (capability: keyof typeof offered) => mergedCapability(described.map(offered[capability]));
   const [tasks, extensions, experimental] = [merged("tasks"), merged("extensions"), merged("experimental")];
   const server = new GatewayServer(GATEWAY_INFO, {
     capabilities: {
@@ -304,9 +316,18 @@ export async function sessionMcpServer(
 
   const listing = (method: ListMethod) => async (_request: unknown, ctx: ServerContext) => {
     const current = await session();
-    const { items, failures } = await gateway.list(current, method, downstream(ctx.mcpReq));
+    const through = downstream(ctx.mcpReq);
+    // A 2025 client may call the tools of a 2026-07-28 upstream with the Tasks extension as tasks (task-eras.ts).
+    const [{ items, failures }, viaExtension] = await Promise.all([
+      gateway.list(current, method, through),
+      method === "tools/list" && ctx.mcpReq.envelope === undefined
+        ? gateway.describe(current, through).then((all) => all.filter(coreTasksViaExtension).map((d) => d.provider))
+        : ([] as GatewaySessionProvider[]),
+    ]);
     await reportFailures(ctx, serving, failures, logLevelOf(ctx.mcpReq));
-    return { [LISTS[method]]: items.map(({ item }) => item) };
+    return {
+      [LISTS[method]]: items.map(({ item, provider }) => (viaExtension.includes(provider) ? coreTaskTool(item) : item)),
+    };
   };
   server.setRequestHandler("tools/list", listing("tools/list") as never);
   server.setRequestHandler("prompts/list", listing("prompts/list") as never);
@@ -506,6 +527,11 @@ export async function sessionMcpServer(
       !(await gateway.speaksModern(target.upstream))
     ) {
       answer = await legacyTask(method, params, ctx, target);
+    } else if (
+      ctx.mcpReq.envelope === undefined &&
+      coreTasksViaExtension(await target.upstream.describe(gateway.timeoutMs))
+    ) {
+      answer = await coreTaskViaExtension(method, params, ctx, current, target);
     } else {
       answer = await forward(
         ctx,
@@ -568,6 +594,99 @@ export async function sessionMcpServer(
     }
     await recordTaskSeen(method, task, target);
     return method === "tasks/get" ? { ...task, resultType: "complete" } : { resultType: "complete" };
+  };
+
+  /**
+   * A 2025 client's request about a task of a 2026-07-28 upstream with the Tasks extension (created for its
+   * task-augmented tools/call, see coreCreateTaskResult), asked through the extension (declared on the request) and
+   * answered as MCP 2025-11-25 core tasks do, and recorded as other tasks are:
+   * - tasks/get: the extension's tasks/get as a 2025 Task (its outcome is for tasks/result);
+   * - tasks/result: the extension's tasks/get until the task ended, as 2025's tasks/result blocks ("Result
+   *   Retrieval"), then its inline result or JSON-RPC error (coreTaskOutcome). Meanwhile the input requests of an
+   *   `input_required` task go to the client on this request's stream, where 2025 puts them, and its answers to
+   *   the upstream's tasks/update;
+   * - tasks/cancel: refused for an ended task (-32602, as 2025 requires), else the extension's tasks/cancel and the
+   *   task as tasks/get sees it then (the extension's cancellation may take effect later).
+   * A task the gateway answered itself (the upstream ran the call at once) is read from its call's record.
+   */
+  const coreTaskViaExtension = async (
+    method: string,
+    params: Params,
+    ctx: ServerContext,
+    current: GatewaySession,
+    target: LocatedTask,
+  ): Promise<Params> => {
+    const { provider, uri } = target;
+    const held = await gateway.heldTask(provider.sessionProviderId, uri);
+    if (held) return heldTaskAnswer(method, uri, held, target);
+    const through = downstream(ctx.mcpReq);
+    const upstream = await gateway
+      .upstreamFor(current.instanceId, provider, {
+        ...through,
+        capabilities: declaringTasksExtension(through.capabilities),
+      })
+      .catch((error: unknown) => {
+        throw asProtocolError(error, provider);
+      });
+    const forwarded = forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq));
+    const ask = (taskMethod: string, more: Params = {}) =>
+      forward(ctx, provider, upstream, taskMethod, { ...forwarded, ...more, taskId: uri });
+    let task = await ask("tasks/get");
+    if (method === "tasks/cancel") {
+      if (TERMINAL_TASK_STATUSES.has(String(task.status))) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Task ${String(params.taskId)} already ended.`);
+      }
+      await ask("tasks/cancel");
+      task = await ask("tasks/get");
+    }
+    const relayed = new Set<string>();
+    let recorded: unknown;
+    while (method === "tasks/result" && !TERMINAL_TASK_STATUSES.has(String(task.status))) {
+      if (task.status !== recorded) await recordTaskSeen("tasks/get", task, target);
+      recorded = task.status;
+      const asked = Object.entries((task.inputRequests ?? {}) as Record<string, InputRequest>).filter(
+        ([key]) => !relayed.has(key),
+      );
+      if (asked.length > 0) {
+        const caller = relayTo(ctx.mcpReq, serving, provider, through.capabilities, exposeNotification, null);
+        const related = { [RELATED_TASK_META_KEY]: { taskId: String(params.taskId) } };
+        const inputResponses = Object.fromEntries(
+          await Promise.all(
+            asked.map(async ([key, { method: asks, params: asked }]) => {
+              relayed.add(key);
+              const request = { method: asks, params: { ...asked, _meta: { ...asked?._meta, ...related } } };
+              return [key, await caller.request(request as never, ctx.mcpReq.signal)];
+            }),
+          ),
+        );
+        await ask("tasks/update", { inputResponses });
+      } else {
+        await sleep(Number(task.pollIntervalMs ?? 1000), undefined, { signal: ctx.mcpReq.signal });
+      }
+      task = await ask("tasks/get");
+    }
+    await recordTaskSeen("tasks/get", task, target);
+    return method === "tasks/result" ? coreTaskOutcome(task) : coreTask(task);
+  };
+
+  /** A 2025 client's request about a task the gateway answered itself (see coreCreateTaskResult): its record's. */
+  const heldTaskAnswer = async (
+    method: string,
+    taskId: string,
+    held: NonNullable<Awaited<ReturnType<Gateway["heldTask"]>>>,
+    target: LocatedTask,
+  ): Promise<Params> => {
+    if (method === "tasks/cancel") {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Task ${taskId} already ended.`);
+    }
+    if (method === "tasks/result") {
+      const result = (held.output ?? {}) as Params;
+      await recordTaskSeen(method, result, target);
+      return coreTaskOutcome({ taskId, status: "completed", result });
+    }
+    const createdAt = new Date(held.created_at).toISOString();
+    const endedAt = held.completed_at ? new Date(held.completed_at).toISOString() : createdAt;
+    return heldTask(taskId, String(held.task_status), createdAt, endedAt);
   };
 
   /**
@@ -666,6 +785,9 @@ export async function sessionMcpServer(
 
 /** The Tasks extension's requests about a task (SEP-2663; 2026-07-28 has no tasks/result or tasks/list). */
 const EXTENSION_TASK_METHODS = new Set(["tasks/get", "tasks/update", "tasks/cancel"]);
+
+/** A server→client request as an `input_required` task lists it (MCP 2026-07-28 multi round-trip requests). */
+type InputRequest = { method: string; params?: Params & { _meta?: Params } };
 
 /** The provider and upstream that own a task, and the task id as the upstream names it. */
 type LocatedTask = NonNullable<Awaited<ReturnType<Gateway["locateUri"]>>>;

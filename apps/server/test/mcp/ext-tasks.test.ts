@@ -6,8 +6,8 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CreateTaskResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import { startTestServer } from "../support/server.ts";
@@ -259,26 +259,150 @@ describe("server/discover and unknown tasks", () => {
   });
 });
 
-describe("a 2025 client over a 2026-07-28 upstream (not translated)", () => {
-  // MCP 2025-11-25 basic/utilities/tasks: a receiver that does not support task augmentation of a request processes
-  // it normally. The gateway does not translate core tasks into the extension: a 2025 client's task-augmented call to
-  // a 2026-07-28 upstream gets the tool's result, and the session offers no `tasks` capability for it.
-  it("gives a 2025 client's task-augmented call to a 2026-07-28 upstream the tool's result", async () => {
-    const client = new Client({ name: "legacy-tasks-client", version: "1.0.0" }, { capabilities: {} });
+describe("a 2025 client's core tasks over a 2026-07-28 upstream's extension (translated)", () => {
+  /** A client of MCP 2025-11-25 (SDK v1, a session of its own), closed after each test. */
+  const clients: Client[] = [];
+  async function legacyClient(capabilities: Params = {}) {
+    const client = new Client({ name: "legacy-tasks-client", version: "1.0.0" }, { capabilities });
     await client.connect(
       new StreamableHTTPClientTransport(endpointOf(t, session), {
         requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
       }),
     );
-    try {
-      expect(client.getServerCapabilities()?.tasks).toBeUndefined();
-      const params = { name: "tasks_report", arguments: { topic: "eras" }, task: {} };
-      const result = await client.request({ method: "tools/call", params }, CallToolResultSchema);
-      expect(JSON.stringify(result.content)).toContain("Report on eras");
-      expect(result).not.toHaveProperty("task");
-    } finally {
-      await client.close();
+    clients.push(client);
+    return client;
+  }
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+  });
+  /** What SDK v1's callToolStream yields for a call, in order (its `task` is added for a tool that allows one). */
+  async function streamed(client: Client, name: string, args: Params) {
+    await client.listTools(); // what tells the SDK which tools run as tasks
+    const messages: { type: string; task?: Params; result?: Params; error?: Error }[] = [];
+    for await (const message of client.experimental.tasks.callToolStream({ name, arguments: args })) {
+      messages.push(message as never);
     }
+    return messages;
+  }
+
+  // MCP 2025-11-25 "Capabilities", "Tool-Level Negotiation": the session offers task-augmented tools/call and
+  // tasks/cancel for the extension's upstream (the extension has no tasks/list), and its tools allow a task, since
+  // with the extension the server decides per call; the other 2026-07-28 upstream's tools do not.
+  it("offers tasks for the extension's upstream, and its tools as optional tasks", async () => {
+    const client = await legacyClient();
+    expect(client.getServerCapabilities()?.tasks).toEqual({ cancel: {}, requests: { tools: { call: {} } } });
+    const { tools } = await client.listTools();
+    const execution = (name: string) => tools.find((tool) => tool.name === name)?.execution;
+    expect(execution("tasks_report")).toEqual({ taskSupport: "optional" });
+    expect(execution("plain_shout")).toBeUndefined();
+  });
+
+  describe.each(LANES)("through %s", (_lane, fastCalls) => {
+    servedThrough(fastCalls);
+
+    // "Creating Tasks": a CreateTaskResult (`{ task }`, `ttl` and `pollInterval`); tasks/get polls the status;
+    // "Result Retrieval": tasks/result answers the result, with the related-task `_meta`.
+    it("runs the call as the extension's task and answers it as a 2025 task, tasks/result the result", async () => {
+      const client = await legacyClient();
+      const messages = await streamed(client, "tasks_report", { topic: "eras" });
+      const [created] = messages;
+      expect(created).toMatchObject({
+        type: "taskCreated",
+        task: { status: "working", ttl: 60_000, pollInterval: 20 },
+      });
+      const taskId = String(created?.task?.taskId);
+      expect(taskId).toMatch(/^tasks\+/);
+      expect(created?.task).not.toHaveProperty("ttlMs");
+      expect(messages.at(-2)).toMatchObject({ type: "taskStatus", task: { taskId, status: "completed" } });
+      expect(messages.at(-2)?.task).not.toHaveProperty("result"); // 2025 gives the outcome through tasks/result only
+      expect(messages.at(-1)).toMatchObject({
+        type: "result",
+        result: {
+          content: [{ uri: "tasks+memo://report/eras" }, { text: "Report on eras" }],
+          _meta: { "io.modelcontextprotocol/related-task": { taskId } },
+        },
+      });
+      // The upstream was asked through the extension about its own id; the record follows the task.
+      const upstreamId = upstreamIdOf(taskId);
+      expect(tasksUpstream.tasks.requests.at(-1)).toMatchObject({
+        method: "tasks/get",
+        params: { taskId: upstreamId },
+      });
+      const recorded = await recordedTask();
+      expect(recorded).toMatchObject({ id: upstreamId, status: "completed", error: null });
+      expect(JSON.stringify(recorded?.result)).toContain("Report on eras");
+    });
+
+    // "Result Retrieval": tasks/result answers a failed task's JSON-RPC error, as the call would have.
+    it("answers tasks/result of a failed task with its JSON-RPC error, and records it", async () => {
+      const client = await legacyClient();
+      const created = await client.request(
+        { method: "tools/call", params: { name: "tasks_report", arguments: { fail: true }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      const error = await client.experimental.tasks.getTaskResult(created.task.taskId).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: -32603, message: expect.stringContaining("The archive is offline") });
+      expect(await client.experimental.tasks.getTask(created.task.taskId)).toMatchObject({ status: "failed" });
+      expect(await recordedTask()).toMatchObject({
+        status: "failed",
+        result: null,
+        error: { code: -32603, message: "The archive is offline" },
+      });
+    });
+
+    // "Input Required Status": a 2025 requestor calls tasks/result, on whose stream the receiver's requests come; the
+    // gateway puts the extension's inputRequests there, and the client's answers into tasks/update.
+    it("asks the client an input_required task's questions on the tasks/result stream", async () => {
+      const client = await legacyClient({ elicitation: { form: {} } });
+      const asked: Params[] = [];
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.push(request.params);
+        return { action: "accept", content: { name: "Ada" } };
+      });
+      const messages = await streamed(client, "tasks_report", { topic: "maps", ask: true });
+      const taskId = String(messages[0]?.task?.taskId);
+      expect(messages.some((m) => m.type === "taskStatus" && m.task?.status === "input_required")).toBe(true);
+      expect(asked).toEqual([
+        expect.objectContaining({
+          message: "Who is the report for?",
+          _meta: { "io.modelcontextprotocol/related-task": { taskId } },
+        }),
+      ]);
+      expect(JSON.stringify(messages.at(-1)?.result)).toContain("Report on maps for Ada");
+      expect(tasksUpstream.tasks.requests).toContainEqual({
+        method: "tasks/update",
+        params: expect.objectContaining({ taskId: upstreamIdOf(taskId), inputResponses: { name: expect.anything() } }),
+      });
+    });
+
+    // "Task Cancellation": the cancelled task is answered; an ended task's cancellation is refused with -32602.
+    it("cancels through the extension and answers the cancelled task; an ended one is refused", async () => {
+      const client = await legacyClient();
+      const params = { name: "tasks_report", arguments: { ms: 60_000 }, task: {} };
+      const created = await client.request({ method: "tools/call", params }, CreateTaskResultSchema);
+      const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
+      expect(cancelled).toMatchObject({ taskId: created.task.taskId, status: "cancelled" });
+      expect(tasksUpstream.tasks.requests.map((r) => r.method)).toContain("tasks/cancel");
+      expect(await recordedTask()).toMatchObject({ status: "cancelled" });
+      const again = await client.experimental.tasks.cancelTask(created.task.taskId).catch((e: unknown) => e);
+      expect(again).toMatchObject({ code: -32602 });
+    });
+
+    // With the extension the server decides per call: one it ran at once is, for the 2025 client, a task of the
+    // gateway's own that already ended, named by the call's record, its result the record's.
+    it("answers a call the upstream ran at once as an ended task of the gateway's", async () => {
+      const client = await legacyClient();
+      const messages = await streamed(client, "tasks_shout", { text: "hello" });
+      expect(messages[0]).toMatchObject({ type: "taskCreated", task: { status: "completed", ttl: null } });
+      const taskId = String(messages[0]?.task?.taskId);
+      const record = await latestToolCall(t, session.id);
+      expect(taskId).toBe(`tasks+${record?.id}`);
+      expect(messages.at(-1)).toMatchObject({ type: "result", result: { content: [{ type: "text", text: "HELLO" }] } });
+      expect(record?.task).toMatchObject({ id: record?.id, status: "completed" });
+      expect(JSON.stringify(record?.task?.result)).toContain("HELLO");
+      const again = await client.experimental.tasks.cancelTask(taskId).catch((e: unknown) => e);
+      expect(again).toMatchObject({ code: -32602 });
+    });
   });
 });
 
