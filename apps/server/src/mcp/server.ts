@@ -563,6 +563,10 @@ export async function sessionMcpServer(
    *   errors, "Task Execution Errors"), a JSON-RPC error `failed` with that `error`;
    * - tasks/cancel: 2025's tasks/cancel, acknowledged with an empty result ("Task Cancellation");
    * - tasks/update: refused, as 2025 has no way to answer a task's requests but its tasks/result stream.
+   * So an `input_required` 2025 task shows no `inputRequests`: 2025 sends them once, as server→client requests on
+   * a tasks/result stream. Listing them would take a tasks/result held open upstream by this process with the
+   * upstream's requests left pending across the client's separate tasks/get and tasks/update (per-process state
+   * tied to one upstream session, as Continuations are for calls); not done, see runsAsTask for what avoids it.
    */
   const legacyTask = async (method: string, params: Params, ctx: ServerContext, target: LocatedTask) => {
     const { provider, upstream, uri } = target;
