@@ -61,6 +61,7 @@ import {
   extensionsOffered,
   extensionTask,
   heldTask,
+  TASKS_EXTENSION,
   TERMINAL_TASK_STATUSES,
   taskErrorOf,
   tasksOffered,
@@ -132,6 +133,10 @@ export class GatewayServer extends TracedServer {
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
   ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    if (method === "initialize") {
+      const initialize = super._wrapHandler(method, handler);
+      return this.connectionHandler(async (request, ctx) => legacyInitializeResult(await initialize(request, ctx)));
+    }
     if (method !== "tools/call") return this.connectionHandler(super._wrapHandler(method, handler));
     // A CreateTaskResult passes the SDK's checks (it has room for more members) but not unchanged: the handler's
     // own is answered, found by the request's signal, which the SDK hands on to the handler.
@@ -168,6 +173,28 @@ export class GatewayServer extends TracedServer {
         throw protocolErrorOf(error);
       });
   }
+}
+
+/**
+ * The initialize result a 2025 client gets: the session's capabilities without the Tasks extension. `extensions`
+ * is a capability of 2026-07-28 (its changelog), shown to 2025 clients too because extensions such as MCP Apps
+ * declare themselves there at initialize (2025-11-25's capabilities are an open set), but the Tasks extension is
+ * 2026-07-28 wire only (per-request capabilities, `resultType: "task"`, tasks/get and tasks/cancel in shapes that
+ * clash with 2025's core tasks of the same names): a 2025 client has core tasks (the `tasks` capability) instead.
+ */
+function legacyInitializeResult(result: Result): Result {
+  const capabilities = result.capabilities as Params | undefined;
+  const legacy = withoutTasksExtension(capabilities);
+  return legacy === capabilities ? result : { ...result, capabilities: legacy };
+}
+
+/** Capabilities without the Tasks extension (without `extensions` when nothing else is left in it). */
+function withoutTasksExtension<T extends Params | undefined>(capabilities: T): T {
+  const extensions = capabilities?.extensions as Params | undefined;
+  if (!extensions || !(TASKS_EXTENSION in extensions)) return capabilities;
+  const { [TASKS_EXTENSION]: _tasks, ...others } = extensions;
+  const { extensions: _all, ...rest } = capabilities as Params;
+  return (Object.keys(others).length > 0 ? { ...rest, extensions: others } : rest) as T;
 }
 
 /** What a handler threw, as the client hears it: a database that cannot be reached is said so in MCP terms. */
@@ -964,15 +991,18 @@ async function toolCallResult(
 
 /**
  * The client's capabilities: from its request's `_meta` envelope (2026-07-28), or from its `initialize` (2025),
- * on this connection or stored by the replica that answered it.
+ * on this connection or stored by the replica that answered it. A 2025 client's never include the Tasks extension,
+ * 2026-07-28 wire it cannot speak (see legacyInitializeResult): the gateway does not declare it upstream for one.
  */
 function clientCapabilities(
   server: Server,
-  req: Pick<CallRequest, "_meta">,
+  req: Pick<CallRequest, "_meta" | "envelope">,
   serving: ServingContext,
 ): ClientCapabilities | undefined {
   const declared = req._meta?.[CLIENT_CAPABILITIES_META_KEY];
-  return (declared as ClientCapabilities | undefined) ?? serving.clientCapabilities ?? server.getClientCapabilities();
+  const held =
+    (declared as ClientCapabilities | undefined) ?? serving.clientCapabilities ?? server.getClientCapabilities();
+  return req.envelope ? held : (withoutTasksExtension(held as Params | undefined) as ClientCapabilities | undefined);
 }
 
 /**

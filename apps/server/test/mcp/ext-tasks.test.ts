@@ -291,6 +291,9 @@ describe("a 2025 client's core tasks over a 2026-07-28 upstream's extension (tra
   it("offers tasks for the extension's upstream, and its tools as optional tasks", async () => {
     const client = await legacyClient();
     expect(client.getServerCapabilities()?.tasks).toEqual({ cancel: {}, requests: { tools: { call: {} } } });
+    // `extensions` is 2026-07-28's, shown at a 2025 initialize for extensions such as MCP Apps, but not the Tasks
+    // extension: its wire is 2026-07-28 only, and a 2025 client has core tasks instead.
+    expect(client.getServerCapabilities()?.extensions).toEqual({ "io.toolplane.test/widgets": { version: 1 } });
     const { tools } = await client.listTools();
     const execution = (name: string) => tools.find((tool) => tool.name === name)?.execution;
     expect(execution("tasks_report")).toEqual({ taskSupport: "optional" });
