@@ -40,6 +40,7 @@ import {
   declaringTasksExtension,
   extensionCreateTaskResult,
   runsAsTask,
+  TASKS_EXTENSION,
 } from "./task-eras.ts";
 
 type Item = Record<string, unknown>;
@@ -648,7 +649,7 @@ export class Gateway {
           : upstream;
         // The client takes a task, the tool can run as one, and its upstream would not make one unasked (2025).
         const asTask = options.tasksExtension === true && runsAsTask(item) && !(await this.speaksModern(upstream));
-        result = await this.forward(
+        const answer = await this.forward(
           provider,
           through,
           "tools/call",
@@ -660,7 +661,10 @@ export class Gateway {
           },
           { ...options, signal, toolSchema: item.inputSchema },
         );
-        if (asTask) result = extensionCreateTaskResult(result);
+        // Declared on the request by the client, or by the gateway for a 2025 client's core task (viaExtension).
+        const declared = options.tasksExtension === true || viaExtension;
+        if (answer.resultType === "task" && !declared) throw undeclaredTask(answer);
+        result = asTask ? extensionCreateTaskResult(answer) : answer;
       }
     } catch (error) {
       failure = asFailure(error);
@@ -993,6 +997,26 @@ export class FirstAnswer {
       );
     });
   }
+}
+
+/**
+ * An upstream's task (the Tasks extension's CreateTaskResult) answered to a call whose request did not declare the
+ * extension: a misbehaving upstream. tasks.md ("Capability Negotiation") forbids it (a server MUST NOT return a
+ * CreateTaskResult to a client that did not include the extension on its request; one that cannot serve the call
+ * without a task answers -32021), and a client that gets one where it cannot take one MUST treat it as an invalid
+ * response. Relaying it would hand the client what it said it cannot read; polling it to its end on the client's
+ * behalf (or cancelling it) would need the extension's tasks/get (tasks/cancel), which a server MUST refuse to a
+ * client that did not declare it either, and an `input_required` task could not be answered. So the call fails,
+ * as a tool error that a model sees, naming what the provider did and the task for whoever runs the provider; the
+ * task is left to its ttl.
+ */
+function undeclaredTask(result: Item): UpstreamFailure {
+  return new UpstreamFailure(
+    "upstream_unavailable",
+    `The upstream MCP server answered with a task (${String(result.taskId)}) although the request did not declare the ` +
+      `Tasks extension (${TASKS_EXTENSION}), which MCP forbids; the call's result cannot be had this way. Call it from a ` +
+      "client that declares the extension, or have the provider fixed.",
+  );
 }
 
 /** An upstream request's error as the UpstreamFailure a listing reports (a generic one for anything else). */

@@ -223,6 +223,24 @@ describe.each(LANES)("a task-augmented tools/call through %s", (_lane, fastCalls
   });
 });
 
+describe.each(LANES)("a client without the extension, through %s", (_lane, fastCalls) => {
+  servedThrough(fastCalls);
+
+  // tasks.md "Capability Negotiation": a server MUST NOT return CreateTaskResult to a client that did not declare the
+  // extension, and a client MUST treat one it cannot take as an invalid response. The gateway answers a tool error
+  // that names the provider, what it did and its task, and records the call failed; no task reaches the client.
+  it("gets a tool error naming the provider when the upstream makes it a task anyway", async () => {
+    const answered = await request("tools/call", { name: "tasks_report", arguments: { misbehave: true } }, {});
+    expect(answered.result).toMatchObject({ resultType: "complete", isError: true });
+    expect(answered.result).not.toHaveProperty("taskId");
+    const text = String((answered.result?.content as { text?: string }[] | undefined)?.[0]?.text);
+    expect(text).toMatch(/^Provider tasks: .*answered with a task \(.+\) although the request did not declare/);
+    expect(text).toContain(TASKS_EXTENSION);
+    const recorded = await latestToolCall(t, session.id);
+    expect(recorded).toMatchObject({ status: "failed", error: { code: "upstream_unavailable" }, task: null });
+  });
+});
+
 describe("a client without the extension", () => {
   // tasks.md "Capability Negotiation": a server MUST NOT return CreateTaskResult to a client that did not include
   // the extension on its request, and answers -32021 (Missing Required Client Capability) when it cannot do

@@ -82,9 +82,10 @@ export class TasksServer extends Server {
 
 /**
  * The fixture's tool `report` and the extension's methods. `report` (`topic`; `ask`: asks the client for a name
- * first; `fail`: ends in a JSON-RPC error; `requireTask`: refuses a client without the extension; `ms`: how long it
- * works, 50 by default) answers a request that declared the extension with a CreateTaskResult, and any other with
- * its result at once (or, with `requireTask`, the -32021 error). A completed report links `memo://report/<topic>`.
+ * first; `fail`: ends in a JSON-RPC error; `requireTask`: refuses a client without the extension; `misbehave`:
+ * makes a task for a client without the extension too, as MCP forbids; `ms`: how long it works, 50 by default)
+ * answers a request that declared the extension with a CreateTaskResult, and any other with its result at once (or,
+ * with `requireTask`, the -32021 error). A completed report links `memo://report/<topic>`.
  */
 export function tasksExtension() {
   const tasks = new Map<string, StoredTask>();
@@ -118,7 +119,7 @@ export function tasksExtension() {
   };
   const call = (args: Params, ctx: ServerContext): Params => {
     const topic = String(args.topic ?? "nothing");
-    if (!declaresTasks(ctx)) {
+    if (!declaresTasks(ctx) && !args.misbehave) {
       if (args.requireTask) throw missingTasksCapability("report");
       return reportResult(topic);
     }

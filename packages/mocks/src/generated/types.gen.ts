@@ -895,7 +895,7 @@ export type ToolCallOutput = {
  */
 export type ToolCallError = {
     /**
-     * Stable reason. `timeout` — the upstream sent nothing (no result, no progress) for the server's upstream timeout, or did not finish within its hard maximum. `upstream_unavailable` — the upstream MCP server could not be started, reached or initialised, or it crashed or closed the connection during the call. `upstream_error` — the upstream answered the call with a JSON-RPC error (for example invalid parameters). `provider_removed` — the session provider was removed, or the session deleted, while the call was waiting. `cancelled` — the client cancelled the call (status `cancelled`). `shutdown` — this server stopped before the upstream answered. `internal_error` — this server failed.
+     * Stable reason. `timeout` — the upstream sent nothing (no result, no progress) for the server's upstream timeout, or did not finish within its hard maximum. `upstream_unavailable` — the upstream MCP server could not be started, reached or initialised, or it crashed or closed the connection during the call, or it answered with something MCP forbids it to answer that call (a task of the Tasks extension to a call whose client did not declare the extension). `upstream_error` — the upstream answered the call with a JSON-RPC error (for example invalid parameters). `provider_removed` — the session provider was removed, or the session deleted, while the call was waiting. `cancelled` — the client cancelled the call (status `cancelled`). `shutdown` — this server stopped before the upstream answered. `internal_error` — this server failed.
      */
     code: 'timeout' | 'upstream_unavailable' | 'upstream_error' | 'provider_removed' | 'cancelled' | 'shutdown' | 'internal_error';
     /**
