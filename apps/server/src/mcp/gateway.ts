@@ -259,6 +259,19 @@ export interface TaskSeen {
   error?: Item;
 }
 
+/**
+ * What a task as the upstream showed it says: its status, and the outcome the Tasks extension's DetailedTask carries
+ * (tasks/get, notifications/tasks): the `result` of a completed task, the JSON-RPC `error` of a failed one.
+ */
+export function taskSeenOf(task: Item & { status: string }): TaskSeen {
+  const { status, result, error } = task;
+  return {
+    status,
+    ...(result && typeof result === "object" ? { result: result as Item } : {}),
+    ...(error && typeof error === "object" ? { error: error as Item } : {}),
+  };
+}
+
 /** MCP's task statuses, and those a task never leaves. */
 const TERMINAL_TASK_STATUSES = ["completed", "failed", "cancelled"];
 const TASK_STATUSES = ["working", "input_required", ...TERMINAL_TASK_STATUSES];
@@ -753,13 +766,13 @@ export class Gateway {
       .execute();
     const announced = upstream?.announcedTaskStatus(task.taskId);
     if (announced && announced !== status && record.session_provider_id) {
-      await this.taskAnnounced(record.session_provider_id, task.taskId, announced);
+      await this.taskAnnounced(record.session_provider_id, task.taskId, { status: announced });
     }
   }
 
   /** A task status its upstream announced, into the task's record; a failed write is logged, never thrown. */
-  private taskAnnounced(sessionProviderId: string, taskId: string, status: string): Promise<void> {
-    return this.taskSeen(sessionProviderId, taskId, { status }).catch((error: unknown) => {
+  private taskAnnounced(sessionProviderId: string, taskId: string, seen: TaskSeen): Promise<void> {
+    return this.taskSeen(sessionProviderId, taskId, seen).catch((error: unknown) => {
       gatewayLog()?.warn({ err: error, sessionProviderId, taskId }, "announced task status not recorded");
     });
   }
@@ -879,7 +892,7 @@ export class Gateway {
     const { sessionProviderId } = provider;
     const upstream = this.pool.get(sessionProviderId, target, capabilities, owner);
     // Written where the connection hears them, not where its clients do: several clients may share it.
-    upstream.onTaskStatus ??= (taskId, status) => void this.taskAnnounced(sessionProviderId, taskId, status);
+    upstream.onTaskStatus ??= (task) => void this.taskAnnounced(sessionProviderId, task.taskId, taskSeenOf(task));
     labelUpstream(upstream, provider.providerSlug);
     downstream.watch?.(provider, upstream);
     return upstream;

@@ -1,15 +1,24 @@
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import {
+  CLIENT_CAPABILITIES_META_KEY,
+  type ClientCapabilities,
   createMcpHandler,
   InMemoryServerEventBus,
   type McpServerFactory,
   type Notification,
+  ProtocolErrorCode,
   type ServerEvent,
+  SUBSCRIPTION_ID_META_KEY,
 } from "@modelcontextprotocol/server";
 import type { Request, Response } from "express";
-import type { Upstream } from "../runtimes/pool.ts";
+import { sendJson } from "../http/errors.ts";
+import type { Upstream, UpstreamCaller } from "../runtimes/pool.ts";
 import { FirstAnswer, type Gateway } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
+import { exposeTaskIds } from "./server.ts";
+import { declaresTasksExtension, TASKS_EXTENSION } from "./task-eras.ts";
+
+type Params = Record<string, unknown>;
 
 /** The change events an upstream notification becomes on a session's listen streams. */
 const EVENTS: Record<string, ServerEvent["kind"]> = {
@@ -20,10 +29,19 @@ const EVENTS: Record<string, ServerEvent["kind"]> = {
 
 /** One session's `subscriptions/listen` streams on this process, and the upstreams they hear from. */
 interface Hub {
-  serve: (req: Request, res: Response, body: unknown) => Promise<void>;
+  serve: (req: Request, res: Response, tasks: FollowedTasks) => Promise<void>;
   streams: number;
   close: () => void;
 }
+
+/** A stream's tasks (Tasks extension): the session-wide ids it follows, and their notifications meanwhile. */
+interface FollowedTasks {
+  taskIds: string[];
+  feed: TaskFeed;
+}
+
+/** A task the stream follows: where it lives, its id as the upstream names it (`uri`) and as the session does. */
+type FollowedTask = NonNullable<Awaited<ReturnType<Gateway["locateUri"]>>> & { taskId: string; stop?: () => void };
 
 /**
  * `subscriptions/listen` (MCP 2026-07-28) on a session's endpoint. A client opens a stream and says which changes
@@ -32,6 +50,10 @@ interface Hub {
  * stream open on this process, the process listens to every upstream of the session in the upstream's era (a 2025
  * server's GET stream, a 2026-07-28 server's own listen stream) and publishes what they announce on the session's
  * own bus, resource URIs made session-wide. The resources a stream names are subscribed upstream while it is open.
+ * So are the tasks it names (`taskIds`, the Tasks extension's, for a client that declares it: tasks.md "Task Status
+ * Notifications"), whose `notifications/tasks` the stream carries with session-wide task ids; the SDK's stream knows
+ * only the core filter, so that part is added to it (withTaskNotifications). The records follow those notifications
+ * where the upstream connection hears them, once each however many streams follow the task (Gateway.upstreamFor).
  * Any replica serves a stream: each listens to the upstreams itself.
  */
 export class SessionSubscriptions {
@@ -45,6 +67,24 @@ export class SessionSubscriptions {
 
   /** Serves one listen request (`req.auth` already carries the session, as for any per-request MCP request). */
   async serve(req: Request, res: Response, session: GatewaySession): Promise<void> {
+    const filter = filterOf(req.body);
+    const capabilities = (req.body?.params?._meta as Params | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as
+      | ClientCapabilities
+      | undefined;
+    const taskIds = strings(filter?.taskIds);
+    // tasks.md "Task Status Notifications": a client that asks for them without declaring the extension MUST get -32021.
+    if (taskIds.length > 0 && !declaresTasksExtension(capabilities)) {
+      sendJson(res, 400, {
+        jsonrpc: "2.0",
+        id: req.body?.id ?? null,
+        error: {
+          code: ProtocolErrorCode.MissingRequiredClientCapability,
+          message: "Missing required client capability: task status notifications need the Tasks extension",
+          data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+        },
+      });
+      return;
+    }
     let hub = this.hubs.get(session.id);
     if (!hub) {
       hub = this.open(session);
@@ -52,22 +92,76 @@ export class SessionSubscriptions {
     }
     const opened = hub;
     opened.streams++;
-    // Counted off however early the client goes, even while its resources are still being subscribed.
-    const subscribed = this.subscribeResources(session, resourcesOf(req.body));
+    const feed = new TaskFeed();
+    // Counted off however early the client goes, even while its resources and tasks are still being subscribed.
+    const resources = this.subscribeAll(
+      strings(filter?.resourceSubscriptions).map((uri) => this.gateway.locateUri(session, uri)),
+      ({ upstream, uri }) => upstream.subscribe(uri, this.gateway.timeoutMs),
+      ({ upstream, uri }) => upstream.unsubscribe(uri, this.gateway.timeoutMs),
+    );
+    const tasks = this.subscribeAll(
+      taskIds.map((taskId) => this.locateTask(session, taskId, capabilities)),
+      async (task) => {
+        task.stop = task.upstream.listen(taskPeer(task, this.gateway, session, feed));
+        await task.upstream.subscribeTask(task.uri, this.gateway.timeoutMs).catch((error: unknown) => {
+          task.stop?.();
+          throw error;
+        });
+      },
+      (task) => {
+        task.stop?.();
+        return task.upstream.unsubscribeTask(task.uri, this.gateway.timeoutMs);
+      },
+    );
     res.on("close", () => {
-      void subscribed.then((release) => release());
+      for (const subscribed of [resources, tasks]) void subscribed.then(({ release }) => release());
       if (--opened.streams > 0) return;
       opened.close();
       if (this.hubs.get(session.id) === opened) this.hubs.delete(session.id);
     });
-    await subscribed;
-    await opened.serve(req, res, req.body);
+    const [, followed] = await Promise.all([resources, tasks]);
+    await opened.serve(req, res, { taskIds: followed.located.map((task) => task.taskId), feed });
+  }
+
+  /**
+   * The task a listen request names by its session-wide id, when its upstream can announce it: one of 2026-07-28
+   * that offers the Tasks extension, reached as this client reaches it (with the capabilities it declared, as its
+   * task requests are). A 2025 upstream's task is not followed: it announces its statuses in 2025's terms. The
+   * stream's acknowledgement names every task so found: the gateway relays whatever its upstream announces of it
+   * (the SDK client keeps no account of which task ids the upstream's own acknowledgement named).
+   */
+  private async locateTask(
+    session: GatewaySession,
+    taskId: string,
+    capabilities: ClientCapabilities | undefined,
+  ): Promise<FollowedTask | null> {
+    const target = await this.gateway.locateUri(session, taskId, capabilities ? { capabilities } : {});
+    if (!target) return null;
+    const { capabilities: offered, modern } = await target.upstream.describe(this.gateway.timeoutMs);
+    const extensions = (offered as { extensions?: Params }).extensions;
+    return modern && extensions?.[TASKS_EXTENSION] !== undefined ? { ...target, taskId } : null;
   }
 
   private open(session: GatewaySession): Hub {
     const bus = new InMemoryServerEventBus(this.onerror);
     const handler = createMcpHandler(this.factory, { bus, legacy: "reject", onerror: this.onerror });
     const node = toNodeHandler(handler);
+    /**
+     * A stream that follows tasks is served by the SDK with its task part added. The SDK ends at once a stream whose
+     * filter it honours nothing of: a stream of tasks only asks it for tool list changes as well (the session always
+     * offers them), which are then left out of the stream and of its acknowledgement.
+     */
+    const withTasks = (req: Request, res: Response, tasks: FollowedTasks) => {
+      const filter = filterOf(req.body) ?? {};
+      const carrier = !CORE_FILTER.some((member) => filter[member] === true || strings(filter[member]).length > 0);
+      const fetch: typeof handler.fetch = async (request, options) =>
+        withTaskNotifications(await handler.fetch(request, options), tasks, carrier);
+      const params = (req.body as { params: Params }).params;
+      const body = carrier
+        ? { ...req.body, params: { ...params, notifications: { ...filter, toolsListChanged: true } } }
+        : req.body;
+      return toNodeHandler({ fetch })(req, res, body);
+    };
     const stops: (() => void)[] = [];
     let closed = false;
     for (const provider of session.providers) {
@@ -82,7 +176,7 @@ export class SessionSubscriptions {
         .catch((error: unknown) => this.onerror(error instanceof Error ? error : new Error(String(error))));
     }
     return {
-      serve: (req, res, body) => node(req, res, body),
+      serve: (req, res, tasks) => (tasks.taskIds.length > 0 ? withTasks(req, res, tasks) : node(req, res, req.body)),
       streams: 0,
       close: () => {
         closed = true;
@@ -105,31 +199,35 @@ export class SessionSubscriptions {
           bus.publish({ kind: "resource_updated", uri, params: { ...params, uri } });
         }
       },
-      request: async (request: { method: string }) => {
-        throw new Error(`${request.method} has no client to answer it outside a request (MCP 2026-07-28).`);
-      },
+      request: noClient,
     };
   }
 
   /**
-   * Subscribes the upstreams to the resources a listen request names; the returned function ends it. The stream
-   * waits on each upstream as a listing does: one that has not subscribed the list timeout after another did is
-   * left to finish meanwhile (its updates flow once it has), so a hung upstream holds back no stream.
+   * Subscribes the upstreams to what a listen request names (resources, tasks), each `located` where it lives; the
+   * returned `release` ends it, and `located` is what was found. The stream waits on each upstream as a listing
+   * does: one that has not subscribed the list timeout after another did is left to finish meanwhile (what it
+   * announces flows once it has), so a hung upstream holds back no stream.
    */
-  private async subscribeResources(session: GatewaySession, uris: string[]): Promise<() => void> {
-    const held: { upstream: Upstream; uri: string }[] = [];
+  private async subscribeAll<T extends { upstream: Upstream }>(
+    targets: Promise<T | null>[],
+    subscribe: (target: T) => Promise<void>,
+    unsubscribe: (target: T) => Promise<void>,
+  ): Promise<{ located: T[]; release: () => void }> {
+    const located: T[] = [];
+    const held: T[] = [];
     let ended = false;
-    const unsubscribe = ({ upstream, uri }: { upstream: Upstream; uri: string }) =>
-      void upstream.unsubscribe(uri, this.gateway.timeoutMs).catch(() => {});
+    const end = (target: T) => void unsubscribe(target).catch(() => {});
     const race = new FirstAnswer();
     const late = "the stream is served without it until it has.";
     await Promise.all(
-      uris.map(async (uri) => {
-        const subscribing = this.gateway.locateUri(session, uri).then(async (target) => {
+      targets.map(async (locating) => {
+        const subscribing = locating.then(async (target) => {
           if (!target) return;
-          await target.upstream.subscribe(target.uri, this.gateway.timeoutMs);
+          located.push(target);
+          await subscribe(target);
           // A stream that ended while this upstream was still subscribing does not keep the subscription.
-          if (ended) unsubscribe(target);
+          if (ended) end(target);
           else held.push(target);
         });
         await race.bound(subscribing, this.gateway.listMs, undefined, late).catch((error: unknown) => {
@@ -137,16 +235,121 @@ export class SessionSubscriptions {
         });
       }),
     );
-    return () => {
-      ended = true;
-      for (const target of held.splice(0)) unsubscribe(target);
+    return {
+      located,
+      release: () => {
+        ended = true;
+        for (const target of held.splice(0)) end(target);
+      },
     };
   }
 }
 
-/** The resource URIs a `subscriptions/listen` request asks updates of (the SDK validates the rest). */
-function resourcesOf(body: unknown): string[] {
-  const filter = (body as { params?: { notifications?: { resourceSubscriptions?: unknown } } })?.params?.notifications;
-  const uris = filter?.resourceSubscriptions;
-  return Array.isArray(uris) ? uris.filter((uri): uri is string => typeof uri === "string").slice(0, 1_000) : [];
+/** The members of the core filter (MCP 2026-07-28 SubscriptionFilter), each of which the session offers. */
+const CORE_FILTER = ["toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"];
+
+/** A listen request's filter (`params.notifications`; the SDK validates its core members). */
+function filterOf(body: unknown): Params | undefined {
+  const filter = (body as { params?: { notifications?: unknown } } | undefined)?.params?.notifications;
+  return filter && typeof filter === "object" ? (filter as Params) : undefined;
+}
+
+/** The strings of a filter's list member (resource URIs, task ids), at most 1,000. */
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === "string").slice(0, 1_000) : [];
+}
+
+/** Server→client requests outside a request have no client to go to on a listen stream (MCP 2026-07-28). */
+const noClient = async (request: { method: string }): Promise<never> => {
+  throw new Error(`${request.method} has no client to answer it outside a request (MCP 2026-07-28).`);
+};
+
+/** Hears an upstream's `notifications/tasks` of one followed task, for one stream, with the session's task id. */
+function taskPeer(task: FollowedTask, gateway: Gateway, session: GatewaySession, feed: TaskFeed): UpstreamCaller {
+  const providerId = task.provider.sessionProviderId;
+  return {
+    notify: (notification) => {
+      if (notification.method !== "notifications/tasks" || notification.params?.taskId !== task.uri) return;
+      feed.push({
+        ...notification,
+        params: exposeTaskIds(notification.params, gateway.namespaces(session), providerId),
+      });
+    },
+    request: noClient,
+  };
+}
+
+/**
+ * The task notifications of one stream: held until the stream has written its acknowledgement (what the upstream
+ * announced meanwhile included), then written as they come.
+ */
+class TaskFeed {
+  private sink: ((notification: Notification) => void) | null = null;
+  private readonly early: Notification[] = [];
+
+  push(notification: Notification): void {
+    if (this.sink) this.sink(notification);
+    else this.early.push(notification);
+  }
+
+  drain(sink: (notification: Notification) => void): void {
+    this.sink = sink;
+    for (const notification of this.early.splice(0)) sink(notification);
+  }
+}
+
+/**
+ * The SDK's listen stream (server-sent events) with the Tasks extension's part: its acknowledgement names the tasks
+ * the gateway agreed to send notifications for (tasks.md: `notifications.taskIds`), and after it each
+ * `notifications/tasks` of those tasks is written, stamped with the stream's subscription id as the SDK stamps its
+ * own. `carrier`: the tool list changes were asked for the SDK's sake only (see SessionSubscriptions.open).
+ */
+function withTaskNotifications(response: globalThis.Response, tasks: FollowedTasks, carrier: boolean) {
+  if (!response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) return response;
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+  const event = (message: Params) => encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+  let pending = "";
+  const frames = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, stream) {
+      pending += decoder.decode(chunk, { stream: true });
+      for (let end = pending.indexOf("\n\n"); end >= 0; end = pending.indexOf("\n\n")) {
+        const frame = pending.slice(0, end + 2);
+        pending = pending.slice(end + 2);
+        const message = messageOf(frame);
+        if (carrier && message?.method === "notifications/tools/list_changed") continue;
+        if (message?.method !== "notifications/subscriptions/acknowledged") {
+          stream.enqueue(encoder.encode(frame));
+          continue;
+        }
+        const params = message.params as { notifications: Params; _meta?: Params };
+        const { toolsListChanged: _carried, ...rest } = params.notifications;
+        const notifications = { ...(carrier ? rest : params.notifications), taskIds: tasks.taskIds };
+        stream.enqueue(event({ ...message, params: { ...params, notifications } }));
+        const stamp = { [SUBSCRIPTION_ID_META_KEY]: params._meta?.[SUBSCRIPTION_ID_META_KEY] };
+        tasks.feed.drain((notification) => {
+          const meta = { ...(notification.params?._meta as Params | undefined), ...stamp };
+          try {
+            stream.enqueue(event({ jsonrpc: "2.0", ...notification, params: { ...notification.params, _meta: meta } }));
+          } catch {
+            // The stream has ended; its subscriptions are being released.
+          }
+        });
+      }
+    },
+  });
+  return new globalThis.Response(response.body.pipeThrough(frames), {
+    status: response.status,
+    headers: response.headers,
+  });
+}
+
+/** The JSON-RPC message of one server-sent event, if it carries one. */
+function messageOf(frame: string): (Params & { method?: string; params?: Params }) | undefined {
+  const data = frame.split("\n").find((line) => line.startsWith("data: "));
+  try {
+    return data ? JSON.parse(data.slice("data: ".length)) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -44,6 +44,7 @@ import {
   type ProviderFailure,
   ReauthenticationNeeded,
   type TaskSeen,
+  taskSeenOf,
 } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
@@ -288,6 +289,8 @@ export async function sessionMcpServer(
     }
   });
   const relayUnsolicited = async (notification: Notification, provider: GatewaySessionProvider) => {
+    // The Tasks extension's task statuses are 2026-07-28 wire, for the listen streams that name the task (listen.ts).
+    if (notification.method === "notifications/tasks") return;
     if (!logLevelAllows(clientLogLevel, notification)) return;
     const params = notification.params as Params | undefined;
     if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
@@ -1041,9 +1044,7 @@ function forwardedParams(
 function taskSeenIn(method: string, result: Params): TaskSeen | undefined {
   if (method === "tasks/result") return { status: result.isError === true ? "failed" : "completed", result };
   if ((method !== "tasks/get" && method !== "tasks/cancel") || typeof result.status !== "string") return undefined;
-  const outcome = result.result as Params | undefined;
-  const error = result.error as Params | undefined;
-  return { status: result.status, ...(outcome ? { result: outcome } : {}), ...(error ? { error } : {}) };
+  return taskSeenOf(result as Params & { status: string });
 }
 
 /** Upstream progress, sent to the client under its own progress token (only when it asked for progress). */
@@ -1221,7 +1222,7 @@ function exposeUris(
  * (`tasks[].taskId`) and a message related to a task (`_meta` related-task). A DetailedTask's inline `result` gets
  * session-wide URIs, as the result of the call would have.
  */
-function exposeTaskIds(message: Params, names: Namespaces, providerId: string | null): Params {
+export function exposeTaskIds(message: Params, names: Namespaces, providerId: string | null): Params {
   if (!providerId || names.uri(providerId, "") === "") return message;
   const expose = (task: unknown) =>
     task && typeof task === "object" && typeof (task as Params).taskId === "string"

@@ -130,15 +130,18 @@ export class Upstream {
   private readonly lists = new Map<ListMethod, unknown[]>();
   private readonly peers = new Set<UpstreamCaller>();
   /**
-   * Told of each task status the upstream announces (`notifications/tasks/status`, MCP 2025-11-25), once per
-   * notification however many clients share this connection (each of them hears it too).
+   * Told of each task status the upstream announces, once per notification however many clients share this
+   * connection (each of them hears it too): `notifications/tasks/status` (MCP 2025-11-25: the Task), or the Tasks
+   * extension's `notifications/tasks` on the listen stream (2026-07-28: the DetailedTask, its outcome included).
    */
-  onTaskStatus?: (taskId: string, status: string) => void;
+  onTaskStatus?: (task: { taskId: string; status: string } & Record<string, unknown>) => void;
   /** The status each of the latest TASKS_REMEMBERED tasks announced last: see announcedTaskStatus. */
   private readonly taskStatuses = new Map<string, string>();
   /** Upstream resource URIs clients subscribed to through this connection, with how many subscriptions each has. */
   private readonly subscribed = new Map<string, number>();
-  /** A 2026-07-28 upstream's `subscriptions/listen` stream (list changes, updates of the subscribed resources). */
+  /** A 2026-07-28 upstream's task ids clients follow through this connection, with how many subscriptions each has. */
+  private readonly subscribedTasks = new Map<string, number>();
+  /** A 2026-07-28 upstream's `subscriptions/listen` stream (list changes, the subscribed resources and tasks). */
   private subscription: McpSubscription | null = null;
   private relistening: Promise<void> = Promise.resolve();
   /** The log level each client connection asked of this (2025) upstream, and the level the upstream was given. */
@@ -276,32 +279,57 @@ export class Upstream {
    * Subscribes to updates of an upstream resource: once for every client that asks through this connection, in
    * the upstream's era (`resources/subscribe` for a 2025 server, its listen stream's filter for a 2026-07-28 one).
    */
-  async subscribe(uri: string, timeoutMs: number): Promise<void> {
-    const count = this.subscribed.get(uri) ?? 0;
-    this.subscribed.set(uri, count + 1);
+  subscribe(uri: string, timeoutMs: number): Promise<void> {
+    return this.hold(this.subscribed, uri, () => this.changeSubscription(timeoutMs, "resources/subscribe", uri));
+  }
+
+  /** Ends one subscription to an upstream resource; the upstream hears of it when the last one ends. */
+  unsubscribe(uri: string, timeoutMs: number): Promise<void> {
+    return this.release(this.subscribed, uri, () => this.changeSubscription(timeoutMs, "resources/unsubscribe", uri));
+  }
+
+  /**
+   * Subscribes to the status notifications of a 2026-07-28 upstream's task (`notifications/tasks`, Tasks extension):
+   * its listen stream names the task (`taskIds`) while any client of this connection follows it. (A 2025 server
+   * announces its tasks' statuses unasked.)
+   */
+  subscribeTask(taskId: string, timeoutMs: number): Promise<void> {
+    return this.hold(this.subscribedTasks, taskId, () => this.changeSubscription(timeoutMs));
+  }
+
+  /** Ends one subscription to a task's status notifications. */
+  unsubscribeTask(taskId: string, timeoutMs: number): Promise<void> {
+    return this.release(this.subscribedTasks, taskId, () => this.changeSubscription(timeoutMs));
+  }
+
+  /** Counts one subscription to `key`; the first one `start`s it (and is not counted if that fails). */
+  private async hold(held: Map<string, number>, key: string, start: () => Promise<void>): Promise<void> {
+    const count = held.get(key) ?? 0;
+    held.set(key, count + 1);
     if (count > 0) return;
     try {
-      await this.changeSubscription("resources/subscribe", uri, timeoutMs);
+      await start();
     } catch (error) {
-      this.subscribed.delete(uri);
+      held.delete(key);
       throw error;
     }
   }
 
-  /** Ends one subscription to an upstream resource; the upstream hears of it when the last one ends. */
-  async unsubscribe(uri: string, timeoutMs: number): Promise<void> {
-    const count = this.subscribed.get(uri) ?? 0;
-    if (count > 1) this.subscribed.set(uri, count - 1);
+  /** Counts one subscription to `key` off; the last one `stop`s it. */
+  private async release(held: Map<string, number>, key: string, stop: () => Promise<void>): Promise<void> {
+    const count = held.get(key) ?? 0;
+    if (count > 1) held.set(key, count - 1);
     if (count !== 1) return;
-    this.subscribed.delete(uri);
-    await this.changeSubscription("resources/unsubscribe", uri, timeoutMs);
+    held.delete(key);
+    await stop();
   }
 
-  private changeSubscription(method: string, uri: string, timeoutMs: number): Promise<void> {
+  /** What the subscriptions changed, told the upstream: a 2026-07-28 one's listen stream, or a 2025 one's `method`. */
+  private changeSubscription(timeoutMs: number, method?: string, uri?: string): Promise<void> {
     const generation = this.generation;
     return this.run({ timeoutMs }, async (client, options) => {
       if (client.getProtocolEra() === "modern") await this.relisten(client, generation);
-      else await client.request({ method, params: { uri } }, unchecked, options);
+      else if (method) await client.request({ method, params: { uri } }, unchecked, options);
     });
   }
 
@@ -324,6 +352,8 @@ export class Upstream {
         if (capabilities.resources?.subscribe && this.subscribed.size > 0) {
           filter.resourceSubscriptions = [...this.subscribed.keys()];
         }
+        // The Tasks extension's member of the filter (tasks.md "Task Status Notifications"), unknown to the SDK.
+        if (this.subscribedTasks.size > 0) Object.assign(filter, { taskIds: [...this.subscribedTasks.keys()] });
         const previous = this.subscription;
         const current = Object.keys(filter).length > 0 ? await client.listen(filter) : null;
         if (this.generation !== generation) {
@@ -419,8 +449,9 @@ export class Upstream {
   private readonly onNotification = (received: Notification): void => {
     const notification = withoutSubscriptionId(received);
     for (const method of LIST_CHANGED[notification.method] ?? []) this.lists.delete(method);
-    if (notification.method === "notifications/tasks/status") this.taskAnnounced(notification.params);
-    const caller = upstreamCaller.getStore();
+    if (TASK_STATUS_NOTIFICATIONS.has(notification.method)) this.taskAnnounced(notification.params);
+    // The Tasks extension's come only on the listen stream, which is no request's (whatever context opened it).
+    const caller = notification.method === "notifications/tasks" ? undefined : upstreamCaller.getStore();
     if (caller) caller.notify(notification);
     else for (const peer of this.peers) peer.notify(notification);
   };
@@ -431,7 +462,7 @@ export class Upstream {
     this.taskStatuses.set(task.taskId, task.status);
     if (this.taskStatuses.size > TASKS_REMEMBERED)
       this.taskStatuses.delete(this.taskStatuses.keys().next().value ?? "");
-    this.onTaskStatus?.(task.taskId, task.status);
+    this.onTaskStatus?.(task as { taskId: string; status: string });
   }
 
   private async open(timeoutMs: number): Promise<Client> {
@@ -531,6 +562,9 @@ function relayTaskResults(transport: Transport): void {
     receive({ jsonrpc: "2.0", id: message.id, error }, extra);
   };
 }
+
+/** The notifications of a task's status: MCP 2025-11-25's, and the Tasks extension's (2026-07-28). */
+const TASK_STATUS_NOTIFICATIONS = new Set(["notifications/tasks/status", "notifications/tasks"]);
 
 /** MCP's log levels, most verbose first (the SDK's own list). */
 export const LOG_LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;

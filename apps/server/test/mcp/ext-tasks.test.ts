@@ -4,6 +4,12 @@
  * that offers it, and the call's record follows the task. Clients are raw JSON-RPC over HTTP: the SDK v2 client
  * (2.4.0) refuses a `resultType` of `task`.
  */
+import {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+  type Notification,
+  type SubscriptionFilter,
+} from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CreateTaskResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -220,6 +226,133 @@ describe.each(LANES)("a task-augmented tools/call through %s", (_lane, fastCalls
     expect(tasksUpstream.tasks.requests.at(-1)).toMatchObject({ method: "tasks/cancel" });
     expect((await request("tasks/get", { taskId })).result).toMatchObject({ status: "cancelled" });
     expect(await recordedTask()).toMatchObject({ status: "cancelled" });
+  });
+});
+
+/** A 2026-07-28 client of the SDK v2 that declares the extension, and the task notifications it hears. */
+async function listeningClient(): Promise<{ client: ModernClient; heard: Params[] }> {
+  const client = new ModernClient(
+    { name: "listening-client", version: "1.0.0" },
+    { capabilities: DECLARING, versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  const heard: Params[] = [];
+  client.fallbackNotificationHandler = async (notification: Notification) => {
+    if (notification.method === "notifications/tasks") heard.push(notification.params ?? {});
+  };
+  await client.connect(
+    new ModernTransport(endpointOf(t, session), {
+      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+    }),
+  );
+  return { client, heard };
+}
+
+/** The Tasks extension's member of a listen filter, which the SDK's SubscriptionFilter does not name. */
+const followTasks = (taskIds: string[]) => ({ taskIds }) as SubscriptionFilter;
+
+describe("task status notifications on subscriptions/listen", () => {
+  // tasks.md "Task Status Notifications": a client names task ids on subscriptions/listen; the server's acknowledgement
+  // names those it agreed to, and each status change is a `notifications/tasks` carrying the DetailedTask (as tasks/get
+  // would return it, the result of a completed task included), on the stream (stamped with its subscription id).
+  it("acknowledges the task ids and relays the upstream's notifications/tasks, session-wide", async () => {
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "streams", ms: 400 } });
+    const taskId = String(created.result?.taskId);
+    const abort = new AbortController();
+    const response = await fetch(endpointOf(t, session), {
+      method: "POST",
+      signal: abort.signal,
+      headers: {
+        ...mcpHeaders(session.secret),
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "subscriptions/listen",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: "listen-1",
+        method: "subscriptions/listen",
+        params: {
+          notifications: { taskIds: [taskId, "tasks+unknown-task", "nobody+t1"] },
+          _meta: {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { name: "raw-tasks-client", version: "1" },
+            "io.modelcontextprotocol/clientCapabilities": DECLARING,
+          },
+        },
+      }),
+    });
+    expect(response.status).toBe(200);
+    const events: Params[] = [];
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      let pending = "";
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        pending += decoder.decode(chunk, { stream: true });
+        for (let end = pending.indexOf("\n\n"); end >= 0; end = pending.indexOf("\n\n")) {
+          const data = pending
+            .slice(0, end)
+            .split("\n")
+            .find((line) => line.startsWith("data: "));
+          pending = pending.slice(end + 2);
+          if (data) events.push(JSON.parse(data.slice("data: ".length)));
+        }
+      }
+    })().catch(() => undefined);
+    try {
+      await expect.poll(() => events.length, { timeout: 10_000 }).toBeGreaterThan(0);
+      // The tasks of providers that can announce them (not of a provider the session lacks), and no core member the
+      // client did not ask for.
+      const [ack] = events;
+      expect(ack).toMatchObject({ method: "notifications/subscriptions/acknowledged" });
+      expect((ack?.params as Params | undefined)?.notifications).toEqual({ taskIds: [taskId, "tasks+unknown-task"] });
+      const completed = () =>
+        events.find((e) => e.method === "notifications/tasks" && (e.params as Params).status === "completed");
+      await expect.poll(completed, { timeout: 10_000, interval: 50 }).toBeDefined();
+      const params = completed()?.params as Params;
+      expect(params).toMatchObject({ taskId, _meta: { "io.modelcontextprotocol/subscriptionId": "listen-1" } });
+      expect((params.result as { content: Params[] }).content[0]).toMatchObject({ uri: "tasks+memo://report/streams" });
+      expect(events.some((e) => e.method === "notifications/tools/list_changed")).toBe(false);
+      // The upstream's stream named the task as it knows it; the record has the outcome without any tasks/get.
+      expect(tasksUpstream.tasks.listens.flat()).toContain(upstreamIdOf(taskId));
+      expect(tasksUpstream.tasks.requests.some((r) => r.params.taskId === upstreamIdOf(taskId))).toBe(false);
+      const recorded = await recordedTask();
+      expect(recorded).toMatchObject({ id: upstreamIdOf(taskId), status: "completed", error: null });
+      expect(JSON.stringify(recorded?.result)).toContain("memo://report/streams");
+    } finally {
+      abort.abort();
+      await reading;
+    }
+  });
+
+  // Two clients following one task share the upstream connection and its listen stream: each hears every status,
+  // and the upstream announces each once (so the record is written once per announcement, not once per client).
+  it("relays to every listening client of the SDK v2, one upstream stream naming the task", async () => {
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "fans", ms: 400 } });
+    const taskId = String(created.result?.taskId);
+    const listeners = await Promise.all([listeningClient(), listeningClient()]);
+    try {
+      const subscriptions = await Promise.all(listeners.map(({ client }) => client.listen(followTasks([taskId]))));
+      for (const { heard } of listeners) {
+        await expect
+          .poll(() => heard.map((task) => task.status), { timeout: 10_000, interval: 50 })
+          .toContain("completed");
+        expect(heard.at(-1)).toMatchObject({ taskId, status: "completed" });
+      }
+      expect(tasksUpstream.tasks.listens.filter((ids) => ids.includes(upstreamIdOf(taskId)))).toHaveLength(1);
+      expect(await recordedTask()).toMatchObject({ status: "completed" });
+      await Promise.all(subscriptions.map((subscription) => subscription.close()));
+    } finally {
+      await Promise.all(listeners.map(({ client }) => client.close()));
+    }
+  });
+
+  // tasks.md "Task Status Notifications": a client that asks for them without declaring the extension MUST get -32021.
+  it("refuses task ids to a client that did not declare the extension", async () => {
+    const refused = await request("subscriptions/listen", { notifications: { taskIds: ["tasks+t1"] } }, {});
+    expect(refused.status).toBe(400);
+    expect(refused.error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    });
   });
 });
 

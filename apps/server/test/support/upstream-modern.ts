@@ -213,7 +213,10 @@ export async function startModernUpstream(
   const app = express();
   app.use(express.json());
   const node = toNodeHandler(handler);
-  app.all("/mcp", (req, res) => void node(req, res, req.body));
+  app.all("/mcp", (req, res) => {
+    if (offersTasks && tasks.listens(req.body)) tasks.listen(req, res, handler.bus);
+    else void node(req, res, req.body);
+  });
   const httpServer = app.listen(0, "127.0.0.1");
   await new Promise<void>((resolve) => httpServer.once("listening", resolve));
   const { port } = httpServer.address() as AddressInfo;

@@ -8,9 +8,13 @@ import {
   type Result,
   Server,
   type ServerContext,
+  type ServerEvent,
+  type ServerEventBus,
   type StandardSchemaV1,
+  SUBSCRIPTION_ID_META_KEY,
   type Tool,
 } from "@modelcontextprotocol/server";
+import type { Request, Response } from "express";
 
 /**
  * The Tasks extension (SEP-2663) as a 2026-07-28 server offers it, for the upstream fixtures. Neither the SDK v2 nor
@@ -37,6 +41,8 @@ interface StoredTask {
 export interface TasksUpstream {
   /** The task requests it was sent (method and params, task ids as it named them), in order. */
   requests: { method: string; params: Params }[];
+  /** The task ids of each `subscriptions/listen` stream that named some, in order. */
+  listens: string[][];
 }
 
 /** Params of the extension's methods, checked by the handlers themselves (as the spec's errors require). */
@@ -44,12 +50,12 @@ const anyParams: StandardSchemaV1<Params, Params> = {
   "~standard": { version: 1, vendor: "toolplane-tests", validate: (value) => ({ value: value as Params }) },
 };
 
-/** Whether the request declared the extension in its per-request capabilities (tasks.md "Capability Negotiation"). */
-const declaresTasks = (ctx: ServerContext) => {
-  const envelope = ctx.mcpReq.envelope as Params | undefined;
+/** Whether a request's envelope declares the extension in its per-request capabilities (tasks.md "Capability Negotiation"). */
+const declared = (envelope: Params | undefined) => {
   const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Params } | undefined;
   return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
 };
+const declaresTasks = (ctx: ServerContext) => declared(ctx.mcpReq.envelope as Params | undefined);
 const missingTasksCapability = (what: string) =>
   new MissingRequiredClientCapabilityError(
     { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
@@ -89,11 +95,14 @@ export class TasksServer extends Server {
  */
 export function tasksExtension() {
   const tasks = new Map<string, StoredTask>();
-  const state: TasksUpstream = { requests: [] };
+  const state: TasksUpstream = { requests: [], listens: [] };
+  /** The open listen streams' task followers: each is told of every move of every task. */
+  const followers = new Set<(task: StoredTask) => void>();
   const now = () => new Date().toISOString();
   const move = (task: StoredTask, status: Status, detail: Params = {}) => {
     if (["completed", "failed", "cancelled"].includes(task.status)) return; // terminal states never change
     Object.assign(task, { status, detail, lastUpdatedAt: now() });
+    for (const follow of followers) follow(task);
   };
   const reportResult = (topic: string, by?: string) => ({
     content: [
@@ -179,5 +188,60 @@ export function tasksExtension() {
       return {};
     });
   };
-  return { tool, call, install, state };
+  /**
+   * tasks.md "Task Status Notifications": a `subscriptions/listen` request that names `taskIds` (the SDK's listen
+   * router knows only the core filter, so the fixture serves such a stream itself, the core members included from
+   * `bus`). Its acknowledgement names the known tasks it agreed to, and each status change of one is a
+   * `notifications/tasks` carrying the DetailedTask, as tasks/get would return it then. A client that did not declare
+   * the extension gets -32021.
+   */
+  const listen = (req: Request, res: Response, bus: ServerEventBus) => {
+    const { id, params } = req.body as { id: string | number; params: { notifications: Params; _meta?: Params } };
+    if (!declared(params._meta)) {
+      const error = missingTasksCapability("subscriptions/listen");
+      res
+        .status(400)
+        .json({ jsonrpc: "2.0", id, error: { code: error.code, message: error.message, data: error.data } });
+      return;
+    }
+    const { taskIds: asked, ...core } = params.notifications;
+    const taskIds = (asked as string[]).filter((taskId) => tasks.has(taskId));
+    state.listens.push(taskIds);
+    const stamp = { [SUBSCRIPTION_ID_META_KEY]: id };
+    const send = (method: string, sent: Params) =>
+      res.write(
+        `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", method, params: { ...sent, _meta: stamp } })}\n\n`,
+      );
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    send("notifications/subscriptions/acknowledged", { notifications: { ...core, taskIds } });
+    const follow = (task: StoredTask) => {
+      if (taskIds.includes(task.taskId)) send("notifications/tasks", view(task));
+    };
+    followers.add(follow);
+    const unsubscribe = bus.subscribe((event: ServerEvent) => {
+      const [member, method] = CORE_EVENTS[event.kind];
+      const uris = core.resourceSubscriptions as string[] | undefined;
+      if (event.kind === "resource_updated" ? uris?.includes(event.uri) : core[member] === true) {
+        send(method, event.kind === "resource_updated" ? { uri: event.uri } : {});
+      }
+    });
+    res.on("close", () => {
+      followers.delete(follow);
+      unsubscribe();
+    });
+  };
+  /** Whether a request is a listen request the fixture serves itself (see `listen`). */
+  const listens = (body: unknown) => {
+    const request = body as { method?: string; params?: { notifications?: Params } } | undefined;
+    return request?.method === "subscriptions/listen" && Array.isArray(request.params?.notifications?.taskIds);
+  };
+  return { tool, call, install, listen, listens, state };
 }
+
+/** The core filter member and notification of each change event. */
+const CORE_EVENTS: Record<ServerEvent["kind"], [string, string]> = {
+  tools_list_changed: ["toolsListChanged", "notifications/tools/list_changed"],
+  prompts_list_changed: ["promptsListChanged", "notifications/prompts/list_changed"],
+  resources_list_changed: ["resourcesListChanged", "notifications/resources/list_changed"],
+  resource_updated: ["resourceSubscriptions", "notifications/resources/updated"],
+};

@@ -924,7 +924,7 @@ export type ToolCallTaskError = {
 };
 
 /**
- * The task a task-augmented call (MCP tasks: core in MCP 2025-11-25, the Tasks extension `io.modelcontextprotocol/tasks` in 2026-07-28) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session.
+ * The task a task-augmented call (MCP tasks: core in MCP 2025-11-25, the Tasks extension `io.modelcontextprotocol/tasks` in 2026-07-28) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session, and whenever the upstream announces it: `notifications/tasks/status` (2025-11-25), or the Tasks extension's `notifications/tasks` while a client of the session follows the task on `subscriptions/listen` (written once per announcement, however many clients follow it).
  */
 export type ToolCallTask = {
     /**
@@ -936,11 +936,11 @@ export type ToolCallTask = {
      */
     status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
     /**
-     * The task's outcome as `tasks/result` returned it (2025-11-25), or as the `result` of a completed task that `tasks/get` returned (Tasks extension); null until a client fetched it.
+     * The task's outcome as `tasks/result` returned it (2025-11-25), or as the `result` of a completed task that `tasks/get` returned or `notifications/tasks` announced (Tasks extension); null until then.
      */
     result: ToolCallOutput | null;
     /**
-     * The JSON-RPC error a `failed` task of the Tasks extension ended with, as `tasks/get` returned it; null for any other task, and until a client fetched it. Extends the documented fields.
+     * The JSON-RPC error a `failed` task of the Tasks extension ended with, as `tasks/get` returned or `notifications/tasks` announced it; null for any other task, and until then. Extends the documented fields.
      */
     error: ToolCallTaskError | null;
     updated_at: Timestamp;

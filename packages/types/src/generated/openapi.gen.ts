@@ -3214,7 +3214,7 @@ export interface components {
             [key: string]: unknown;
         };
         /**
-         * @description The task a task-augmented call (MCP tasks: core in MCP 2025-11-25, the Tasks extension `io.modelcontextprotocol/tasks` in 2026-07-28) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session.
+         * @description The task a task-augmented call (MCP tasks: core in MCP 2025-11-25, the Tasks extension `io.modelcontextprotocol/tasks` in 2026-07-28) created at its upstream, as last seen by this server: its status is updated whenever a client of the session reads it with `tasks/get`, cancels it with `tasks/cancel` or fetches its outcome with `tasks/result` through the session, and whenever the upstream announces it: `notifications/tasks/status` (2025-11-25), or the Tasks extension's `notifications/tasks` while a client of the session follows the task on `subscriptions/listen` (written once per announcement, however many clients follow it).
          * @example {
          *       "id": "task-7f3c",
          *       "status": "completed",
@@ -3242,9 +3242,9 @@ export interface components {
              * @enum {string}
              */
             status: "working" | "input_required" | "completed" | "failed" | "cancelled";
-            /** @description The task's outcome as `tasks/result` returned it (2025-11-25), or as the `result` of a completed task that `tasks/get` returned (Tasks extension); null until a client fetched it. */
+            /** @description The task's outcome as `tasks/result` returned it (2025-11-25), or as the `result` of a completed task that `tasks/get` returned or `notifications/tasks` announced (Tasks extension); null until then. */
             result: components["schemas"]["ToolCallOutput"] | null;
-            /** @description The JSON-RPC error a `failed` task of the Tasks extension ended with, as `tasks/get` returned it; null for any other task, and until a client fetched it. Extends the documented fields. */
+            /** @description The JSON-RPC error a `failed` task of the Tasks extension ended with, as `tasks/get` returned or `notifications/tasks` announced it; null for any other task, and until then. Extends the documented fields. */
             error: components["schemas"]["ToolCallTaskError"] | null;
             updated_at: components["schemas"]["Timestamp"];
         };
