@@ -23,6 +23,7 @@ import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { isDatabaseUnavailable } from "../lib/db-errors.ts";
 import { TracedServer } from "../observability/tracing.ts";
 import {
+  clientAnswerMs,
   LISTS,
   type ListMethod,
   LOG_LEVELS,
@@ -31,7 +32,6 @@ import {
   type UpstreamCaller,
   UpstreamFailure,
   unchecked,
-  upstreamTimeoutMs,
 } from "../runtimes/pool.ts";
 import { Continuation, Continuations } from "./continuations.ts";
 import {
@@ -857,7 +857,10 @@ export interface CallRequest {
  * 2025 sessions. `send` puts a server→client request (sampling, elicitation, roots) on the request's stream.
  */
 export interface ConnectionRequest extends CallRequest {
-  send(request: { method: string; params?: Params }, options: { signal: AbortSignal }): Promise<unknown>;
+  send(
+    request: { method: string; params?: Params },
+    options: { signal: AbortSignal; timeout: number },
+  ): Promise<unknown>;
 }
 
 /** How a call started per request ends: its outcome, or an error before it had one. */
@@ -868,7 +871,7 @@ interface LiveCall {
   control: AbortController;
 }
 /** Calls whose upstream asked the client something, waiting for the retry that brings the answer (per process). */
-const continuations = new Continuations<CallEnd, LiveCall>(upstreamTimeoutMs());
+const continuations = new Continuations<CallEnd, LiveCall>(clientAnswerMs());
 
 /** Who a per-request tools/call is served for. */
 export interface PerRequestCaller {
@@ -1105,7 +1108,7 @@ function relayTo(
         );
       }
       assertDeclared(request.method, capabilities);
-      return req.send(request, { signal });
+      return req.send(request, { signal, timeout: clientAnswerMs() });
     },
     notify: (notification: Notification) => {
       if (notification.method === "notifications/progress") return; // relayed through onprogress

@@ -59,6 +59,13 @@ const envMs = (name: string, fallback: number): number => {
 export const upstreamTimeoutMs = () => envMs("TOOLPLANE_UPSTREAM_TIMEOUT_MS", 30_000);
 /** The hard limit on one request however much progress it reports (TOOLPLANE_UPSTREAM_MAX_MS, default 1 h). */
 export const upstreamMaxMs = () => envMs("TOOLPLANE_UPSTREAM_MAX_MS", 3_600_000);
+/**
+ * How long a client may take to answer an upstream's question relayed to it: sampling, elicitation, roots
+ * (TOOLPLANE_CLIENT_ANSWER_MS, default 10 min). MCP sets no limit (2025-11-25 client/elicitation; 2026-07-28
+ * basic/patterns/mrtr), and a person may be filling in a form or signing in elsewhere; meanwhile the upstream's
+ * silence is not held against it (see SilenceClock).
+ */
+export const clientAnswerMs = () => envMs("TOOLPLANE_CLIENT_ANSWER_MS", 600_000);
 
 /**
  * The downstream request an upstream request is made for. Server→client requests (sampling, elicitation, roots)
@@ -231,17 +238,36 @@ export class Upstream {
           directTargets.delete(client);
         }
       }
-      return client
-        .request({ method, params }, unchecked, { ...requestOptions, headers, allowInputRequired: true })
-        .catch((error: unknown) => {
-          // Only relayTaskResults' stand-in: an upstream's own error of that code stays an error.
-          const created =
-            error instanceof ProtocolError && error.code === TASK_CREATED
-              ? (error.data as Record<string, unknown> | undefined)
-              : undefined;
-          if (created?.resultType === "task") return created;
-          throw error;
+      // The upstream's silence is timed here rather than by the SDK client, so that it can stop while a question
+      // of this request's is with the client (the SDK's own timer only stops for progress).
+      const silence = new SilenceClock(requestOptions.timeout, requestOptions.signal);
+      const caller = upstreamCaller.getStore();
+      if (caller) questionsOf.set(caller, silence);
+      try {
+        return await client.request({ method, params }, unchecked, {
+          ...requestOptions,
+          signal: silence.signal,
+          timeout: requestOptions.maxTotalTimeout,
+          resetTimeoutOnProgress: false,
+          onprogress: (progress) => {
+            silence.restart();
+            requestOptions.onprogress?.(progress);
+          },
+          headers,
+          allowInputRequired: true,
         });
+      } catch (error) {
+        // Only relayTaskResults' stand-in: an upstream's own error of that code stays an error.
+        const created =
+          error instanceof ProtocolError && error.code === TASK_CREATED
+            ? (error.data as Record<string, unknown> | undefined)
+            : undefined;
+        if (created?.resultType === "task") return created;
+        throw error;
+      } finally {
+        silence.stop();
+        if (caller && questionsOf.get(caller) === silence) questionsOf.delete(caller);
+      }
     });
   }
 
@@ -475,9 +501,12 @@ export class Upstream {
           request: { method: string; params?: Record<string, unknown> },
           ctx: { mcpReq: { signal: AbortSignal } },
         ) => {
-          const caller = upstreamCaller.getStore() ?? [...this.peers].at(-1);
+          const own = upstreamCaller.getStore();
+          const caller = own ?? [...this.peers].at(-1);
           if (!caller) throw new ProtocolError(-32603, `No client is connected to answer ${request.method}.`);
-          return caller.request(request, ctx.mcpReq.signal);
+          const ask = () => caller.request(request, ctx.mcpReq.signal);
+          const silence = own && questionsOf.get(own);
+          return silence ? silence.whileAsking(ask) : ask();
         }) as never,
       );
     }
@@ -637,6 +666,62 @@ function timeoutSignal(
     },
   };
 }
+
+/**
+ * An upstream's silence on one request: aborts `signal` (as the SDK client's request timeout would) after `ms`
+ * without an answer or progress, except while a question the upstream asked during the request is with the client,
+ * who may take minutes to answer; the upstream gets `ms` again once it has the answer.
+ */
+class SilenceClock {
+  private readonly controller: AbortController;
+  private readonly unlink: () => void;
+  private timer: NodeJS.Timeout | undefined;
+  private asking = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly ms: number,
+    parent: AbortSignal,
+  ) {
+    ({ controller: this.controller, unlink: this.unlink } = linkedAbortController(parent));
+    this.restart();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The upstream spoke (progress): its silence counts from now, unless it is waiting on the client. */
+  restart(): void {
+    clearTimeout(this.timer);
+    if (this.asking > 0 || this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.controller.abort(new SdkError(SdkErrorCode.RequestTimeout, "Request timed out", { timeout: this.ms }));
+    }, this.ms);
+    this.timer.unref();
+  }
+
+  /** `ask` (a question relayed to the client), the clock stopped until it is answered. */
+  async whileAsking<T>(ask: () => Promise<T>): Promise<T> {
+    this.asking++;
+    clearTimeout(this.timer);
+    try {
+      return await ask();
+    } finally {
+      this.asking--;
+      this.restart();
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.unlink();
+  }
+}
+
+/** The silence clock of the request a caller (a client's request) is making, while it runs: see SilenceClock. */
+const questionsOf = new WeakMap<UpstreamCaller, SilenceClock>();
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
