@@ -63,6 +63,8 @@ export class SessionSubscriptions {
     private readonly gateway: Gateway,
     private readonly factory: McpServerFactory,
     private readonly onerror: (error: Error) => void,
+    /** Announces when the session itself changed what it lists (see watchSessionLists), until stopped. */
+    private readonly watchLists: (sessionId: string, announce: () => void) => () => void,
   ) {}
 
   /** Serves one listen request (`req.auth` already carries the session, as for any per-request MCP request). */
@@ -162,7 +164,12 @@ export class SessionSubscriptions {
         : req.body;
       return toNodeHandler({ fetch })(req, res, body);
     };
-    const stops: (() => void)[] = [];
+    // The session's own changes, as its upstreams' list changes are.
+    const stops: (() => void)[] = [
+      this.watchLists(session.id, () => {
+        for (const kind of Object.values(EVENTS)) bus.publish({ kind } as ServerEvent);
+      }),
+    ];
     let closed = false;
     for (const provider of session.providers) {
       void this.gateway

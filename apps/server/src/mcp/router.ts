@@ -29,6 +29,7 @@ import { asLogLevel, ConnectionLogLevels } from "./log-levels.ts";
 import { ReplayBuffer, replayLimit } from "./replay-buffer.ts";
 import { Cancellations, runningRequests } from "./running-requests.ts";
 import { type ServingContext, sessionMcpServer } from "./server.ts";
+import { SESSION_LIST_CHANGES, watchSessionLists } from "./session-changes.ts";
 
 const API_KEY_PREFIX = "tp_";
 const sha256 = (s: string) => createHash("sha256").update(s).digest();
@@ -285,7 +286,10 @@ export function mcpGatewayRouter(deps: AppDeps): {
   const onerror = (error: Error) => deps.logger.warn({ err: error.message }, "MCP request failed");
   const perRequestNode = toNodeHandler(createMcpHandler(perRequestServer, { onerror }));
   // subscriptions/listen streams are served per session, each with the change events of its own upstreams.
-  const subscriptions = new SessionSubscriptions(gateway, perRequestServer, onerror);
+  /** Announces the lists of session `sessionId` changed when it did (see watchSessionLists), until stopped. */
+  const watchLists = (sessionId: string, announce: () => void) =>
+    watchSessionLists(deps.changes, sessionId, () => load(sessionId), announce);
+  const subscriptions = new SessionSubscriptions(gateway, perRequestServer, onerror, watchLists);
   const jsonBody = express.json({ limit: deps.bodyLimitBytes, type: () => true });
   // The fast lanes answer plain tools/calls without the SDK's transports: 2026-07-28 ones without building an SDK
   // server per request, and those on a 2025 session held here without its Streamable HTTP transport and dispatch.
@@ -486,6 +490,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
     const serving = servingFor(req, connectionId, true);
     serving.storeLogLevel = (level) => logLevels.store(connectionId, sessionId, level);
     let release: () => void = () => undefined;
+    let unwatch: () => void = () => undefined;
     try {
       const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
       // The level its client sets on another replica (where its requests may land) applies to this connection too.
@@ -493,6 +498,10 @@ export function mcpGatewayRouter(deps: AppDeps): {
         server
           .applyLogLevel?.(level)
           .catch((error: unknown) => deps.logger.warn({ err: error }, "log level not applied"));
+      });
+      // The session's own changes reach the client on its connection, as its upstreams' list changes do.
+      unwatch = watchLists(sessionId, () => {
+        for (const method of SESSION_LIST_CHANGES) void server.notification({ method } as never).catch(() => undefined);
       });
       const { callOnConnection } = server;
       if (callOnConnection) {
@@ -505,6 +514,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
         for (const call of lane?.running.values() ?? []) call.abort(new Error("The MCP session was closed."));
         runningRequests.drop(connectionId);
         release();
+        unwatch();
         void server.close();
       };
       await server.connect(transport as Transport);
@@ -514,6 +524,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
       if (transport.sessionId === undefined) {
         runningRequests.drop(connectionId);
         release();
+        unwatch();
         await deps.db.deleteFrom("mcp_connections").where("id", "=", connectionId).execute();
       }
     }

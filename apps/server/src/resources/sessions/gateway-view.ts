@@ -121,6 +121,16 @@ export function gatewaySessionLoader(db: Db, secrets: SecretBox, changes?: Chang
 
 /** The channel of the notices raised by migration 0022's triggers: a session's id, or `*` for all of them. */
 const SESSION_NOTICES = "toolplane_sessions";
+
+/**
+ * Calls `listener` whenever session `sessionId` may have changed: a notice names it, names every session (a row
+ * many share changed), or notices may have been missed. Returns the function that stops it.
+ */
+export function onSessionNotice(changes: ChangeFeed, sessionId: string, listener: () => void): () => void {
+  return changes.listen(SESSION_NOTICES, (changed) => {
+    if (changed === null || changed === "*" || changed === sessionId) listener();
+  });
+}
 /** The tables the view is read from: a write of this process to one of them drops what it holds at once. */
 const VIEW_TABLES = new Set([
   "sessions",

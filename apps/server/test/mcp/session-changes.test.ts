@@ -1,0 +1,121 @@
+/**
+ * A change to the session itself (a provider added or removed, a tool filter edited through the API) reaches its
+ * connected clients as MCP's list_changed notifications (2025-11-25 server/tools "List Changed Notification";
+ * 2026-07-28 basic/patterns/subscriptions), as a change of one of its upstreams' lists does: the session declares
+ * `listChanged`, so a client may rely on them instead of listing again.
+ */
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import { type StartedTestServer, startTestServer } from "../support/server.ts";
+import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
+import {
+  type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  endpointOf,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+let t: StartedTestServer;
+let first: ModernUpstream;
+let second: ModernUpstream;
+let deployments: { first: string; second: string };
+const closers: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  [t, first, second] = await Promise.all([startTestServer(), startModernUpstream(), startModernUpstream()]);
+  const deploy = async (slug: string, url: string) =>
+    (await deployProvider(t.client, (await remoteProvider(t.db, slug, url)).providerId, slug)).id;
+  deployments = { first: await deploy("first", first.url), second: await deploy("second", second.url) };
+});
+
+afterAll(async () => {
+  await Promise.all(closers.map((close) => close()));
+  await upstreams.closeAll();
+  await Promise.all([first?.close(), second?.close(), t?.close()]);
+});
+
+const bearer = (session: CreatedSession) => ({ headers: { Authorization: `Bearer ${session.secret}` } });
+const newSession = () => createSession(t.client, [{ provider_deployment: deploymentRef(deployments.first) }]);
+
+/** Adds the second provider to `session` through the API, as an operator would while clients are connected. */
+async function addSecond(session: CreatedSession): Promise<string> {
+  const { data, response } = await t.client.POST("/sessions/{session_id}/providers", {
+    params: { path: { session_id: session.id } },
+    body: { provider_deployment: deploymentRef(deployments.second) } as never,
+  });
+  expect(response.status).toBe(201);
+  return (data as { id: string }).id;
+}
+
+describe("a change of the session's providers", () => {
+  it("is announced to a 2025 client on its connection, and its next listing has the new provider's tools", async () => {
+    const session = await newSession();
+    const client = new Client({ name: "listening", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(endpointOf(t, session), { requestInit: bearer(session) }));
+    closers.push(() => client.close());
+    const heard: string[] = [];
+    client.fallbackNotificationHandler = async (notification) => {
+      heard.push(notification.method);
+    };
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("shout");
+    // The connection's GET stream carries what is announced outside any request.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await addSecond(session);
+    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("notifications/tools/list_changed");
+    expect(heard).toEqual(
+      expect.arrayContaining(["notifications/prompts/list_changed", "notifications/resources/list_changed"]),
+    );
+    // Two providers now: every key names its provider.
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(["first_shout", "second_shout"]),
+    );
+  });
+
+  it("is announced to a 2026-07-28 client on its subscriptions/listen stream", async () => {
+    const session = await newSession();
+    const client = new ModernClient(
+      { name: "modern-listening", version: "1.0.0" },
+      { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+    );
+    await client.connect(new ModernTransport(endpointOf(t, session), { requestInit: bearer(session) }));
+    closers.push(() => client.close());
+    const heard: string[] = [];
+    client.setNotificationHandler("notifications/tools/list_changed", async () => {
+      heard.push("tools");
+    });
+    const subscription = await client.listen({ toolsListChanged: true });
+    closers.push(() => subscription.close());
+    await addSecond(session);
+    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("tools");
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("second_shout");
+  });
+
+  it("is not announced for a change that leaves the lists as they were", async () => {
+    const session = await newSession();
+    const client = new Client({ name: "quiet", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(endpointOf(t, session), { requestInit: bearer(session) }));
+    closers.push(() => client.close());
+    const heard: string[] = [];
+    client.fallbackNotificationHandler = async (notification) => {
+      heard.push(notification.method);
+    };
+    await client.listTools();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A session provider's name and metadata are the operator's: no list shows them, though the row changed.
+    const sessionProviderId = (session as unknown as { provider_deployments: { id: string }[] }).provider_deployments[0]
+      ?.id;
+    const { response } = await t.client.PATCH("/sessions/{session_id}/providers/{session_provider_id}", {
+      params: { path: { session_id: session.id, session_provider_id: sessionProviderId ?? "" } },
+      body: { name: "Renamed", metadata: { team: "blue" } } as never,
+    });
+    expect(response.status).toBe(200);
+    await addSecond(await newSession()); // another session's change, heard by this process too
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(heard).toEqual([]);
+  });
+});
