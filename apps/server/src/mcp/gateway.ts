@@ -44,6 +44,8 @@ import {
 } from "./task-eras.ts";
 
 type Item = Record<string, unknown>;
+/** How old a list may be when a key is not in it, before it is read again (see find). */
+const FRESH_ENOUGH_MS = 1_000;
 
 /** The member of a listed item that the gateway namespaces, per list. */
 const NAMED_BY: Record<ListMethod, "name" | "uri" | "uriTemplate"> = {
@@ -482,8 +484,13 @@ export class Gateway {
       try {
         const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
         // The key names this provider: waiting for it is waiting for the call's own upstream.
-        const items = await this.withCaller(provider, downstream, () => upstream.list(method, this.timeoutMs));
-        const item = items.find((i) => names.key(provider.sessionProviderId, String(i.name)) === key);
+        const named = (items: Item[]) =>
+          items.find((i) => names.key(provider.sessionProviderId, String(i.name)) === key);
+        const list = (maxAgeMs?: number) =>
+          this.withCaller(provider, downstream, () => upstream.list(method, this.timeoutMs, maxAgeMs));
+        // Not in the list as kept: the upstream may have added it since, without saying so (at most one read a
+        // second, however many calls name a key it does not have).
+        const item = named(await list()) ?? named(await list(FRESH_ENOUGH_MS));
         if (!item) continue;
         if (method === "tools/list" && !allowedTool(provider, names, String(item.name))) continue;
         return { provider, upstream, item, name: String(item.name) };

@@ -88,6 +88,19 @@ export interface UpstreamRequestOptions {
   toolSchema?: unknown;
 }
 
+type Item = Record<string, unknown>;
+/** A list as an upstream connection keeps it: read when, and good until when (see Upstream.list). */
+interface CachedList {
+  items: Item[];
+  readAt: number;
+  until: number;
+}
+/**
+ * How long a list is kept of an upstream that did not declare it announces changes of it
+ * (TOOLPLANE_UPSTREAM_LIST_CACHE_MS, default 30 s).
+ */
+export const listCacheMs = () => envMs("TOOLPLANE_UPSTREAM_LIST_CACHE_MS", 30_000);
+
 /** The lists an upstream is asked for, with the result member that holds each. */
 export const LISTS = {
   "tools/list": "tools",
@@ -134,7 +147,7 @@ export class Upstream {
   private inFlight = 0;
   private client: Promise<Client> | null = null;
   private generation = 0;
-  private readonly lists = new Map<ListMethod, unknown[]>();
+  private readonly lists = new Map<ListMethod, CachedList>();
   private readonly peers = new Set<UpstreamCaller>();
   /**
    * Told of each task status the upstream announces, once per notification however many clients share this
@@ -194,20 +207,28 @@ export class Upstream {
     return this.taskStatuses.get(taskId);
   }
 
-  /** Every item of a list (all pages), cached for the connection until the upstream announces a change. */
-  async list(method: ListMethod, timeoutMs: number): Promise<Record<string, unknown>[]> {
+  /**
+   * Every item of a list (all pages), cached for the connection: until the upstream announces a change if it
+   * declared it would (`listChanged`), else for TOOLPLANE_UPSTREAM_LIST_CACHE_MS (a server need not announce, and
+   * its list may change meanwhile). `maxAgeMs` asks for a list read no longer ago than that.
+   */
+  async list(method: ListMethod, timeoutMs: number, maxAgeMs = Number.POSITIVE_INFINITY): Promise<Item[]> {
     const cached = this.lists.get(method);
-    if (cached && this.client) return cached as Record<string, unknown>[];
+    const now = Date.now();
+    if (cached && this.client && now < cached.until && now - cached.readAt <= maxAgeMs) return cached.items;
     return this.run({ timeoutMs }, async (client, options) => {
-      if (!client.getServerCapabilities()?.[LIST_CAPABILITY[method]]) return [];
-      const items: Record<string, unknown>[] = [];
+      const capability = client.getServerCapabilities()?.[LIST_CAPABILITY[method]] as { listChanged?: boolean };
+      if (!capability) return [];
+      const readAt = Date.now();
+      const items: Item[] = [];
       let cursor: string | undefined;
       do {
         const page = await client.request({ method, params: cursor ? { cursor } : {} }, unchecked, options);
-        items.push(...((page[LISTS[method]] as Record<string, unknown>[] | undefined) ?? []));
+        items.push(...((page[LISTS[method]] as Item[] | undefined) ?? []));
         cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined;
       } while (cursor);
-      this.lists.set(method, items);
+      const until = capability.listChanged === true ? Number.POSITIVE_INFINITY : readAt + listCacheMs();
+      this.lists.set(method, { items, readAt, until });
       return items;
     });
   }

@@ -1,0 +1,97 @@
+/**
+ * An upstream's lists as the session shows them stay current. MCP makes `listChanged` optional (2025-11-25
+ * server/tools "Capabilities"): a server that did not declare it may change its tools without a word, and each
+ * `tools/list` a client sends directly gets what it has now. Here an upstream of 2026-07-28 (SDK v2) that declares
+ * tools without `listChanged` gains tools behind the gateway's back.
+ */
+import type { AddressInfo } from "node:net";
+import { toNodeHandler } from "@modelcontextprotocol/node";
+import { createMcpHandler, Server, type Tool } from "@modelcontextprotocol/server";
+import express from "express";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { upstreams } from "../../src/runtimes/pool.ts";
+import { type StartedTestServer, startTestServer } from "../support/server.ts";
+import {
+  connectMcp,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  firstText,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+const LIST_CACHE_MS = 500;
+
+let t: StartedTestServer;
+let upstream: { url: string; tools: Tool[]; close: () => Promise<void> };
+let session: Awaited<ReturnType<typeof createSession>>;
+
+const tool = (name: string): Tool => ({ name, description: `Says ${name}.`, inputSchema: { type: "object" } });
+
+/** A server whose tools are `tools` as they are at each request; it declares `tools` without `listChanged`. */
+async function startQuietUpstream() {
+  const tools = [tool("first")];
+  const handler = createMcpHandler(() => {
+    const server = new Server({ name: "quiet", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler("tools/list", async () => ({ tools }));
+    server.setRequestHandler("tools/call", async (request) => ({
+      content: [{ type: "text", text: `${request.params.name} ran` }],
+    }));
+    return server;
+  });
+  const app = express();
+  app.use(express.json());
+  const node = toNodeHandler(handler);
+  app.all("/mcp", (req, res) => node(req, res, req.body));
+  const http = app.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => http.once("listening", () => resolve()));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    tools,
+    close: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
+  };
+}
+
+beforeAll(async () => {
+  process.env.TOOLPLANE_UPSTREAM_LIST_CACHE_MS = String(LIST_CACHE_MS); // read at each listing
+  [t, upstream] = await Promise.all([startTestServer(), startQuietUpstream()]);
+  const provider = await remoteProvider(t.db, "quiet", upstream.url);
+  const deployment = await deployProvider(t.client, provider.providerId, "Quiet");
+  session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
+});
+
+afterAll(async () => {
+  delete process.env.TOOLPLANE_UPSTREAM_LIST_CACHE_MS;
+  await upstreams.closeAll();
+  await Promise.all([upstream?.close(), t?.close()]);
+});
+
+describe("an upstream that does not announce list changes", () => {
+  it("shows its tools as they are now once TOOLPLANE_UPSTREAM_LIST_CACHE_MS has passed", async () => {
+    const client = await connectMcp(t, session);
+    await client.listTools();
+    upstream.tools.push(tool("third"));
+    await new Promise((resolve) => setTimeout(resolve, LIST_CACHE_MS + 100));
+    expect((await client.listTools()).tools.map((listed) => listed.name)).toContain("third");
+    await client.close();
+  });
+
+  it("has a tool it added since the last listing called, not refused as not offered", async () => {
+    process.env.TOOLPLANE_UPSTREAM_LIST_CACHE_MS = "60000"; // the list as kept is still good: the miss reads it again
+    await new Promise((resolve) => setTimeout(resolve, LIST_CACHE_MS + 100)); // the list kept before has run out
+    const client = await connectMcp(t, session);
+    expect((await client.listTools()).tools.map((listed) => listed.name)).not.toContain("second");
+    expect(firstText(await client.callTool({ name: "first", arguments: {} }))).toBe("first ran");
+    upstream.tools.push(tool("second"));
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the 1 s a missed key waits to list again
+    const result = await client.callTool({ name: "second", arguments: {} });
+    expect(result.isError).toBeFalsy();
+    expect(firstText(result)).toBe("second ran");
+    await client.close();
+    process.env.TOOLPLANE_UPSTREAM_LIST_CACHE_MS = String(LIST_CACHE_MS);
+  });
+});
