@@ -909,6 +909,11 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
   } else {
     live = { req, control: new AbortController() };
     continuation = new Continuation<CallEnd, LiveCall>(current.id, live);
+    // The retry of a URL elicitation the gateway asked for (see urlElicitationRound) is the call again, as the
+    // upstream's 2025 client would make it: without the round's state and answers.
+    const retriesUrl = answeredRound(requestState)?.upstreamState === URL_ELICITATION_RETRY;
+    const forwarded = retriesUrl ? { requestState: () => undefined } : req;
+    const { inputResponses: _answers, requestState: _state, ...plain } = rest;
     gateway
       .call(current, key, input as Params | undefined, callOrigin(serving, req, rest), {
         capabilities,
@@ -932,7 +937,7 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
             .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
             .catch(() => undefined);
         },
-        params: forwardedParams(rest, req, requestLogLevel(req, serving.logLevel)),
+        params: forwardedParams(retriesUrl ? plain : rest, forwarded, requestLogLevel(req, serving.logLevel)),
       })
       .then(
         (outcome) => continuation.end({ outcome }),
@@ -954,11 +959,40 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
     }
     continuations.release(continuation);
     if ("error" in step.outcome) throw asProtocolError(step.outcome.error);
-    return toolCallResult(gateway, session, step.outcome.outcome, key);
+    const urlRound = req.envelope !== undefined ? urlElicitationRound(step.outcome.outcome, capabilities) : undefined;
+    return urlRound ?? toolCallResult(gateway, session, step.outcome.outcome, key);
   } finally {
     req.signal.removeEventListener("abort", cancel);
   }
 }
+
+/** The upstream state of an `input_required` round whose retry is the call again (see urlElicitationRound). */
+const URL_ELICITATION_RETRY = "url-elicitation";
+
+/**
+ * A 2025-11-25 upstream's URLElicitationRequiredError (-32042: the user must visit a URL, then the client retries;
+ * 2025-11-25 client/elicitation) as MCP 2026-07-28 puts it, which has no such error: an `input_required` round of
+ * URL-mode elicitations (basic/patterns/mrtr), for a client that declared URL mode; its retry calls again. The call
+ * that got the error stays recorded as failed, and the retry as answering it. Undefined for any other outcome.
+ */
+function urlElicitationRound(outcome: CallOutcome | null, capabilities: ClientCapabilities | undefined) {
+  const failure = outcome?.failure;
+  if (!outcome || failure?.rpcCode !== URL_ELICITATION_REQUIRED) return undefined;
+  if ((capabilities?.elicitation as Params | undefined)?.url === undefined) return undefined;
+  const elicitations = (failure.rpcData as { elicitations?: unknown } | undefined)?.elicitations;
+  const asked = Array.isArray(elicitations) ? elicitations.filter((e): e is Params => isUrlElicitation(e)) : [];
+  if (asked.length === 0) return undefined;
+  return {
+    resultType: "input_required",
+    inputRequests: Object.fromEntries(
+      asked.map((params, i) => [`url-${i + 1}`, { method: "elicitation/create", params: { ...params, mode: "url" } }]),
+    ),
+    requestState: roundState(outcome.record.id, URL_ELICITATION_RETRY),
+  } as Result;
+}
+const URL_ELICITATION_REQUIRED = -32042;
+const isUrlElicitation = (value: unknown) =>
+  !!value && typeof value === "object" && typeof (value as Params).url === "string";
 
 /** Where a tools/call comes from, as its record says: the MCP endpoint, its connection, the round it answers. */
 function callOrigin(serving: ServingContext, req: Pick<CallRequest, "requestState">, params: Params): CallOrigin {
