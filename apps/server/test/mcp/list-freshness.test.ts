@@ -4,12 +4,12 @@
  * `tools/list` a client sends directly gets what it has now. Here an upstream of 2026-07-28 (SDK v2) that declares
  * tools without `listChanged` gains tools behind the gateway's back.
  */
-import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import { createMcpHandler, Server, type Tool } from "@modelcontextprotocol/server";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
+import { listenOnLoopback } from "../support/loopback.ts";
 import { type StartedTestServer, startTestServer } from "../support/server.ts";
 import {
   connectMcp,
@@ -43,17 +43,8 @@ async function startQuietUpstream() {
   app.use(express.json());
   const node = toNodeHandler(handler);
   app.all("/mcp", (req, res) => node(req, res, req.body));
-  const http = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => http.once("listening", () => resolve()));
-  return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    tools,
-    close: () =>
-      new Promise<void>((resolve) => {
-        http.closeAllConnections();
-        http.close(() => resolve());
-      }),
-  };
+  const { base, close } = await listenOnLoopback(app);
+  return { url: `${base}/mcp`, tools, close };
 }
 
 beforeAll(async () => {

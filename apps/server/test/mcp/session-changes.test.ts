@@ -52,16 +52,22 @@ async function addSecond(session: CreatedSession): Promise<string> {
   return (data as { id: string }).id;
 }
 
+/** A 2025 client of `session` (SDK v1) and the methods of the notifications it has heard so far. */
+async function legacyListener(session: CreatedSession) {
+  const client = new Client({ name: "listening", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(endpointOf(t, session), { requestInit: bearer(session) }));
+  closers.push(() => client.close());
+  const heard: string[] = [];
+  client.fallbackNotificationHandler = async (notification) => {
+    heard.push(notification.method);
+  };
+  return { client, heard };
+}
+
 describe("a change of the session's providers", () => {
   it("is announced to a 2025 client on its connection, and its next listing has the new provider's tools", async () => {
     const session = await newSession();
-    const client = new Client({ name: "listening", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(endpointOf(t, session), { requestInit: bearer(session) }));
-    closers.push(() => client.close());
-    const heard: string[] = [];
-    client.fallbackNotificationHandler = async (notification) => {
-      heard.push(notification.method);
-    };
+    const { client, heard } = await legacyListener(session);
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("shout");
     // The connection's GET stream carries what is announced outside any request.
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -97,13 +103,7 @@ describe("a change of the session's providers", () => {
 
   it("is not announced for a change that leaves the lists as they were", async () => {
     const session = await newSession();
-    const client = new Client({ name: "quiet", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(endpointOf(t, session), { requestInit: bearer(session) }));
-    closers.push(() => client.close());
-    const heard: string[] = [];
-    client.fallbackNotificationHandler = async (notification) => {
-      heard.push(notification.method);
-    };
+    const { client, heard } = await legacyListener(session);
     await client.listTools();
     await new Promise((resolve) => setTimeout(resolve, 300));
     // A session provider's name and metadata are the operator's: no list shows them, though the row changed.

@@ -5,7 +5,6 @@
  * `input_required` round (basic/patterns/mrtr). A 2026-07-28 client of such an upstream gets that round, and its
  * retry is the call again.
  */
-import type { AddressInfo } from "node:net";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -19,6 +18,7 @@ import {
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
+import { listenOnLoopback } from "../support/loopback.ts";
 import { type StartedTestServer, startTestServer } from "../support/server.ts";
 import {
   type CreatedSession,
@@ -63,15 +63,10 @@ async function startSignInUpstream() {
     await server.connect(transport);
     await transport.handleRequest(req, res, req.body);
   });
-  const http = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => http.once("listening", () => resolve()));
+  const { base, close } = await listenOnLoopback(app);
   return Object.assign(state, {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        http.closeAllConnections();
-        http.close(() => resolve());
-      }),
+    url: `${base}/mcp`,
+    close,
   });
 }
 

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import type { AddressInfo } from "node:net";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
@@ -13,6 +12,7 @@ import {
   type Task,
 } from "@modelcontextprotocol/sdk/types.js";
 import express from "express";
+import { listenOnLoopback } from "./loopback.ts";
 
 export interface LegacyTasksUpstream {
   /** The MCP endpoint (MCP 2025-11-25, stateless Streamable HTTP with SSE responses). */
@@ -116,14 +116,6 @@ export async function startLegacyTasksUpstream(): Promise<LegacyTasksUpstream> {
   app.all("/mcp", (_req, res) => {
     res.status(405).end();
   });
-  const httpServer = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => httpServer.once("listening", resolve));
-  const { port } = httpServer.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    close: async () => {
-      httpServer.closeAllConnections();
-      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
-    },
-  };
+  const { base, close } = await listenOnLoopback(app);
+  return { url: `${base}/mcp`, close };
 }

@@ -1,8 +1,8 @@
-import type { AddressInfo } from "node:net";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { memorySkillFiles, SkillsExtension } from "@modelcontextprotocol/server/ext/skills";
 import express from "express";
+import { listenOnLoopback } from "./loopback.ts";
 
 export interface SkillsUpstream {
   /** The MCP endpoint (2026-07-28, and stateless 2025 requests), served by the SDK v2's createMcpHandler. */
@@ -36,14 +36,9 @@ export async function startSkillsUpstream(who: string): Promise<SkillsUpstream> 
   });
   const app = express();
   app.all("/mcp", toNodeHandler(handler));
-  const http = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => http.once("listening", () => resolve()));
+  const { base, close } = await listenOnLoopback(app);
   return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        http.closeAllConnections();
-        http.close(() => resolve());
-      }),
+    url: `${base}/mcp`,
+    close,
   };
 }
