@@ -63,8 +63,8 @@ export class SessionSubscriptions {
     private readonly gateway: Gateway,
     private readonly factory: McpServerFactory,
     private readonly onerror: (error: Error) => void,
-    /** Announces when the session itself changed what it lists (see watchSessionLists), until stopped. */
-    private readonly watchLists: (sessionId: string, announce: () => void) => () => void,
+    /** Announces when the session itself changed what it lists (see SessionListWatchers), until stopped. */
+    private readonly watchLists: (session: GatewaySession, announce: () => void) => () => void,
   ) {}
 
   /** Serves one listen request (`req.auth` already carries the session, as for any per-request MCP request). */
@@ -166,7 +166,7 @@ export class SessionSubscriptions {
     };
     // The session's own changes, as its upstreams' list changes are.
     const stops: (() => void)[] = [
-      this.watchLists(session.id, () => {
+      this.watchLists(session, () => {
         for (const kind of Object.values(EVENTS)) bus.publish({ kind } as ServerEvent);
       }),
     ];

@@ -29,7 +29,7 @@ import { asLogLevel, ConnectionLogLevels } from "./log-levels.ts";
 import { ReplayBuffer, replayLimit } from "./replay-buffer.ts";
 import { Cancellations, runningRequests } from "./running-requests.ts";
 import { type ServingContext, sessionMcpServer } from "./server.ts";
-import { SESSION_LIST_CHANGES, watchSessionLists } from "./session-changes.ts";
+import { SESSION_LIST_CHANGES, SessionListWatchers } from "./session-changes.ts";
 
 const API_KEY_PREFIX = "tp_";
 const sha256 = (s: string) => createHash("sha256").update(s).digest();
@@ -286,9 +286,10 @@ export function mcpGatewayRouter(deps: AppDeps): {
   const onerror = (error: Error) => deps.logger.warn({ err: error.message }, "MCP request failed");
   const perRequestNode = toNodeHandler(createMcpHandler(perRequestServer, { onerror }));
   // subscriptions/listen streams are served per session, each with the change events of its own upstreams.
-  /** Announces the lists of session `sessionId` changed when it did (see watchSessionLists), until stopped. */
-  const watchLists = (sessionId: string, announce: () => void) =>
-    watchSessionLists(deps.changes, sessionId, () => load(sessionId), announce);
+  const listWatchers = new SessionListWatchers(deps.changes);
+  /** Announces the lists of `session` changed when it does (see SessionListWatchers), until stopped. */
+  const watchLists = (session: GatewaySession, announce: () => void) =>
+    listWatchers.watch(session, () => load(session.id), announce);
   const subscriptions = new SessionSubscriptions(gateway, perRequestServer, onerror, watchLists);
   const jsonBody = express.json({ limit: deps.bodyLimitBytes, type: () => true });
   // The fast lanes answer plain tools/calls without the SDK's transports: 2026-07-28 ones without building an SDK
@@ -500,7 +501,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
           .catch((error: unknown) => deps.logger.warn({ err: error }, "log level not applied"));
       });
       // The session's own changes reach the client on its connection, as its upstreams' list changes do.
-      unwatch = watchLists(sessionId, () => {
+      unwatch = watchLists(session, () => {
         for (const method of SESSION_LIST_CHANGES) void server.notification({ method } as never).catch(() => undefined);
       });
       const { callOnConnection } = server;

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ChangeFeed } from "../db/changes.ts";
-import { onSessionNotice } from "../resources/sessions/gateway-view.ts";
+import { onSessionNotices } from "../resources/sessions/gateway-view.ts";
 import type { GatewaySession } from "./gateway-session.ts";
 
 /**
@@ -33,31 +33,46 @@ function listedOf(session: GatewaySession | null): string | null {
 }
 
 /**
- * Calls `announce` whenever session `sessionId` changed in a way its lists show, as the database's session notices
- * (migration 0022) tell every process, until the returned function is called. A notice says only that something
- * of the session may have changed (its secret, say, or every session's, when a shared row did): the session is read
- * again and compared with what it was when last announced or first read. Without a change feed, nothing is heard.
+ * The session watchers of this process (a 2025 connection's, a `subscriptions/listen` hub's), fed by one listener of
+ * the database's session notices (migration 0022) however many there are. Without a change feed, nothing is heard.
  */
-export function watchSessionLists(
-  changes: ChangeFeed | undefined,
-  sessionId: string,
-  load: () => Promise<GatewaySession | null>,
-  announce: () => void,
-): () => void {
-  if (!changes) return () => undefined;
-  let stopped = false;
-  // Each notice is compared in turn, after the one before it.
-  let known = load().then(listedOf, () => null);
-  const stop = onSessionNotice(changes, sessionId, () => {
-    const before = known;
-    known = before.then(async (previous) => {
-      const now = await load().then(listedOf, () => previous);
-      if (!stopped && previous !== null && now !== null && now !== previous) announce();
-      return now;
-    });
-  });
-  return () => {
-    stopped = true;
-    stop();
-  };
+export class SessionListWatchers {
+  private readonly bySession = new Map<string, Set<() => void>>();
+
+  constructor(private readonly changes: ChangeFeed | undefined) {
+    if (changes) onSessionNotices(changes, (sessionId) => this.noticed(sessionId));
+  }
+
+  /**
+   * Calls `announce` whenever `session` changed in a way its lists show, until the returned function is called. A
+   * notice says only that something of the session may have changed (its secret, say, or every session's, when a
+   * shared row did): the session is read again and compared with what it was when last announced, or as given
+   * (read by the request that opened what watches it, so watching costs no read until a notice).
+   */
+  watch(session: GatewaySession, load: () => Promise<GatewaySession | null>, announce: () => void): () => void {
+    if (!this.changes) return () => undefined;
+    let stopped = false;
+    // Each notice is compared in turn, after the one before it.
+    let known = Promise.resolve(listedOf(session));
+    const noticed = () => {
+      known = known.then(async (previous) => {
+        const now = await load().then(listedOf, () => previous);
+        if (!stopped && previous !== null && now !== null && now !== previous) announce();
+        return now;
+      });
+    };
+    const watchers = this.bySession.get(session.id) ?? new Set();
+    watchers.add(noticed);
+    this.bySession.set(session.id, watchers);
+    return () => {
+      stopped = true;
+      watchers.delete(noticed);
+      if (watchers.size === 0 && this.bySession.get(session.id) === watchers) this.bySession.delete(session.id);
+    };
+  }
+
+  private noticed(sessionId: string | null): void {
+    const watched = sessionId === null ? [...this.bySession.values()] : [this.bySession.get(sessionId)];
+    for (const watchers of watched) for (const noticed of watchers ?? []) noticed();
+  }
 }

@@ -123,13 +123,12 @@ export function gatewaySessionLoader(db: Db, secrets: SecretBox, changes?: Chang
 const SESSION_NOTICES = "toolplane_sessions";
 
 /**
- * Calls `listener` whenever session `sessionId` may have changed: a notice names it, names every session (a row
- * many share changed), or notices may have been missed. Returns the function that stops it.
+ * Calls `listener` with the id of each session that may have changed, or with null when every session may have (a
+ * row many share changed, or notices may have been missed). Meant once per process: each listener costs the
+ * database a LISTEN of its own (on PGlite, a statement run beside the pool's). Returns the function that stops it.
  */
-export function onSessionNotice(changes: ChangeFeed, sessionId: string, listener: () => void): () => void {
-  return changes.listen(SESSION_NOTICES, (changed) => {
-    if (changed === null || changed === "*" || changed === sessionId) listener();
-  });
+export function onSessionNotices(changes: ChangeFeed, listener: (sessionId: string | null) => void): () => void {
+  return changes.listen(SESSION_NOTICES, (changed) => listener(changed === null || changed === "*" ? null : changed));
 }
 /** The tables the view is read from: a write of this process to one of them drops what it holds at once. */
 const VIEW_TABLES = new Set([
