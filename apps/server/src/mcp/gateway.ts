@@ -652,7 +652,6 @@ export class Gateway {
     let failure: UpstreamFailure | null = failed;
     // A 2025 client's task-augmented call to a 2026-07-28 upstream with the Tasks extension: the extension, declared
     // on this request, stands in for 2025's `task` (see task-eras.ts); its answer becomes 2025's once recorded.
-    const { task: coreTaskParams, ...params } = options.params ?? {};
     let viaExtension = false;
     let through = upstream;
     // Registered while it runs: shutdown fails the calls still running (see callsInFlight).
@@ -660,7 +659,8 @@ export class Gateway {
     try {
       if (upstream) {
         const { signal } = running;
-        viaExtension = coreTaskParams !== undefined && coreTasksViaExtension(await upstream.describe(this.timeoutMs));
+        viaExtension =
+          options.params?.task !== undefined && coreTasksViaExtension(await upstream.describe(this.timeoutMs));
         through = viaExtension
           ? await this.upstreamFor(session.instanceId, provider, {
               ...options,
@@ -674,7 +674,7 @@ export class Gateway {
           through,
           "tools/call",
           {
-            ...(viaExtension ? params : options.params),
+            ...(viaExtension ? withoutTask(options.params) : options.params),
             ...(asTask ? { task: {} } : {}),
             name,
             ...(input === undefined ? {} : { arguments: input }),
@@ -1037,6 +1037,12 @@ function undeclaredTask(result: Item): UpstreamFailure {
       `Tasks extension (${TASKS_EXTENSION}), which MCP forbids; the call's result cannot be had this way. Call it from a ` +
       "client that declares the extension, or have the provider fixed.",
   );
+}
+
+/** A call's params without 2025's `task` (which the Tasks extension's declaration stands in for). */
+function withoutTask(params: Item | undefined): Item {
+  const { task: _task, ...rest } = params ?? {};
+  return rest;
 }
 
 /** An upstream request's error as the UpstreamFailure a listing reports (a generic one for anything else). */

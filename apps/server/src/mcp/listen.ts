@@ -16,7 +16,7 @@ import type { Upstream, UpstreamCaller } from "../runtimes/pool.ts";
 import { FirstAnswer, type Gateway } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import { exposeTaskIds } from "./server.ts";
-import { declaresTasksExtension, TASKS_EXTENSION } from "./task-eras.ts";
+import { coreTasksViaExtension, declaresTasksExtension, TASKS_EXTENSION } from "./task-eras.ts";
 
 type Params = Record<string, unknown>;
 
@@ -139,9 +139,8 @@ export class SessionSubscriptions {
   ): Promise<FollowedTask | null> {
     const target = await this.gateway.locateUri(session, taskId, capabilities ? { capabilities } : {});
     if (!target) return null;
-    const { capabilities: offered, modern } = await target.upstream.describe(this.gateway.timeoutMs);
-    const extensions = (offered as { extensions?: Params }).extensions;
-    return modern && extensions?.[TASKS_EXTENSION] !== undefined ? { ...target, taskId } : null;
+    // An upstream of 2026-07-28 that offers the extension (as for a 2025 client's core tasks).
+    return coreTasksViaExtension(await target.upstream.describe(this.gateway.timeoutMs)) ? { ...target, taskId } : null;
   }
 
   private open(session: GatewaySession): Hub {

@@ -913,7 +913,6 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
     // upstream's 2025 client would make it: without the round's state and answers.
     const retriesUrl = answeredRound(requestState)?.upstreamState === URL_ELICITATION_RETRY;
     const forwarded = retriesUrl ? { requestState: () => undefined } : req;
-    const { inputResponses: _answers, requestState: _state, ...plain } = rest;
     gateway
       .call(current, key, input as Params | undefined, callOrigin(serving, req, rest), {
         capabilities,
@@ -937,7 +936,11 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
             .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
             .catch(() => undefined);
         },
-        params: forwardedParams(retriesUrl ? plain : rest, forwarded, requestLogLevel(req, serving.logLevel)),
+        params: forwardedParams(
+          retriesUrl ? withoutRound(rest) : rest,
+          forwarded,
+          requestLogLevel(req, serving.logLevel),
+        ),
       })
       .then(
         (outcome) => continuation.end({ outcome }),
@@ -964,6 +967,12 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
   } finally {
     req.signal.removeEventListener("abort", cancel);
   }
+}
+
+/** A retry's params without the round it answers: its state and answers. */
+function withoutRound(params: Params): Params {
+  const { inputResponses: _answers, requestState: _state, ...rest } = params;
+  return rest;
 }
 
 /** The upstream state of an `input_required` round whose retry is the call again (see urlElicitationRound). */
