@@ -6,6 +6,7 @@ import type { Db } from "../db/database.ts";
 import type { JsonObject, Row, Runtime, ToolCallStatus, ToolCallsTable } from "../db/schema.ts";
 import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { Batcher } from "../lib/batcher.ts";
+import { type Freshness, mergedFreshness, STALE } from "../lib/freshness.ts";
 import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
 import { storableJson } from "../lib/storable-json.ts";
@@ -425,11 +426,16 @@ export class Gateway {
     session: GatewaySession,
     method: ListMethod,
     downstream: Downstream = {},
-  ): Promise<{ items: { item: Item; provider: GatewaySessionProvider; name: string }[]; failures: ProviderFailure[] }> {
+  ): Promise<{
+    items: { item: Item; provider: GatewaySessionProvider; name: string }[];
+    failures: ProviderFailure[];
+    freshness: Freshness;
+  }> {
     const names = this.namespaces(session);
     const failures: ProviderFailure[] = [];
     const member = NAMED_BY[method];
     const race = new FirstAnswer();
+    const parts: Freshness[] = [];
     const listed = await Promise.all(
       session.providers.map(async (provider) => {
         try {
@@ -437,6 +443,7 @@ export class Gateway {
           const exposeUri = (uri: string) => names.uri(provider.sessionProviderId, uri);
           const listing = this.withCaller(provider, downstream, () => upstream.list(method, this.timeoutMs));
           const items = await race.bound(listing, this.listMs, () => downstream.onLateListing?.(method));
+          parts.push(upstream.listFreshness(method));
           return items
             .filter((item) => method !== "tools/list" || allowedTool(provider, names, String(item.name)))
             .map((item) => {
@@ -451,7 +458,9 @@ export class Gateway {
         }
       }),
     );
-    return { items: listed.flat(), failures };
+    // A list that lost a provider is stale at once: the provider's items are back as soon as it answers.
+    const freshness = failures.length > 0 ? STALE : mergedFreshness(parts);
+    return { items: listed.flat(), failures, freshness };
   }
 
   /**

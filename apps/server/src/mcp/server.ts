@@ -21,6 +21,7 @@ import { SKILLS_LIST_METHOD } from "@modelcontextprotocol/server/ext/skills";
 import type { Logger } from "pino";
 import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { isDatabaseUnavailable } from "../lib/db-errors.ts";
+import { cacheFields } from "../lib/freshness.ts";
 import { TracedServer } from "../observability/tracing.ts";
 import {
   clientAnswerMs,
@@ -348,7 +349,7 @@ export async function sessionMcpServer(
     const current = await session();
     const through = downstream(ctx.mcpReq);
     // A 2025 client may call the tools of a 2026-07-28 upstream with the Tasks extension as tasks (task-eras.ts).
-    const [{ items, failures }, viaExtension] = await Promise.all([
+    const [{ items, failures, freshness }, viaExtension] = await Promise.all([
       gateway.list(current, method, through),
       method === "tools/list" && ctx.mcpReq.envelope === undefined
         ? gateway.describe(current, through).then((all) => all.filter(coreTasksViaExtension).map((d) => d.provider))
@@ -357,6 +358,8 @@ export async function sessionMcpServer(
     await reportFailures(ctx, serving, failures, logLevelOf(ctx.mcpReq));
     return {
       [LISTS[method]]: items.map(({ item, provider }) => (viaExtension.includes(provider) ? coreTaskTool(item) : item)),
+      // MCP 2026-07-28 caching: the merged list holds as long as its stalest provider's says (2025 has no such hints).
+      ...(ctx.mcpReq.envelope === undefined ? {} : cacheFields(freshness)),
     };
   };
   server.setRequestHandler("tools/list", listing("tools/list") as never);

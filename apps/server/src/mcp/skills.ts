@@ -3,6 +3,7 @@ import {
   SKILLS_EXTENSION_ID,
   SKILLS_GET_METHOD,
 } from "@modelcontextprotocol/server/ext/skills";
+import { cacheFields, type Freshness, freshnessOf, mergedFreshness, STALE } from "../lib/freshness.ts";
 import type { Upstream } from "../runtimes/pool.ts";
 import { asFailure, FirstAnswer, type Gateway, type ProviderFailure } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
@@ -51,7 +52,7 @@ export async function listSkills(
 ): Promise<{ result: Params; failures: ProviderFailure[] }> {
   const names = gateway.namespaces(session);
   const failures: ProviderFailure[] = [];
-  const cache = { ttlMs: Number.POSITIVE_INFINITY, private: false };
+  const hints: Freshness[] = [];
   const race = new FirstAnswer();
   const walk = async (provider: GatewaySessionProvider, upstream: Upstream) => {
     const skills: unknown[] = [];
@@ -60,9 +61,7 @@ export async function listSkills(
     do {
       const page = await send(provider, upstream, "skills/list", cursor ? { cursor } : {});
       skills.push(...(Array.isArray(page.skills) ? page.skills : []));
-      // A 2025 upstream's page carries no cache fields: it is not to be cached.
-      cache.ttlMs = Math.min(cache.ttlMs, typeof page.ttlMs === "number" ? page.ttlMs : 0);
-      cache.private ||= page.cacheScope !== "public";
+      hints.push(freshnessOf(page, Date.now()));
       cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined;
     } while (cursor && ++pages < MAX_PAGES);
     return skills.map((skill) => exposeSkill(skill, (uri) => names.uri(provider.sessionProviderId, uri)));
@@ -79,8 +78,8 @@ export async function listSkills(
         }
       }),
   );
-  const ttlMs = Number.isFinite(cache.ttlMs) ? cache.ttlMs : 0;
-  return { result: { skills: listed.flat(), ttlMs, cacheScope: cache.private ? "private" : "public" }, failures };
+  const freshness = failures.length > 0 ? STALE : mergedFreshness(hints);
+  return { result: { skills: listed.flat(), ...cacheFields(freshness) }, failures };
 }
 
 /**

@@ -19,6 +19,7 @@ import {
 } from "@modelcontextprotocol/client";
 import { LoggingLevelSchema } from "@modelcontextprotocol/core";
 import { linkedAbortController } from "../lib/abort-signal-any.ts";
+import { type Freshness, freshnessOf, mergedFreshness, STALE, UNLIMITED } from "../lib/freshness.ts";
 import { newId } from "../lib/ids.ts";
 import { upstreamConnection } from "../observability/metrics.ts";
 import { createClient, createTransport, directTargetOf, type UpstreamTarget } from "./connect.ts";
@@ -89,11 +90,15 @@ export interface UpstreamRequestOptions {
 }
 
 type Item = Record<string, unknown>;
-/** A list as an upstream connection keeps it: read when, and good until when (see Upstream.list). */
+/**
+ * A list as an upstream connection keeps it: read when, kept until when (see Upstream.list), and how long its
+ * pages said a client may consider it fresh.
+ */
 interface CachedList {
   items: Item[];
   readAt: number;
   until: number;
+  freshness: Freshness;
 }
 /**
  * How long a list is kept of an upstream that did not declare it announces changes of it
@@ -218,19 +223,33 @@ export class Upstream {
     if (cached && this.client && now < cached.until && now - cached.readAt <= maxAgeMs) return cached.items;
     return this.run({ timeoutMs }, async (client, options) => {
       const capability = client.getServerCapabilities()?.[LIST_CAPABILITY[method]] as { listChanged?: boolean };
-      if (!capability) return [];
       const readAt = Date.now();
+      if (!capability) {
+        // Capabilities hold for the connection: nothing to read again until it is replaced.
+        this.lists.set(method, { items: [], readAt, until: Number.POSITIVE_INFINITY, freshness: UNLIMITED });
+        return [];
+      }
       const items: Item[] = [];
+      const pages: Freshness[] = [];
       let cursor: string | undefined;
       do {
         const page = await client.request({ method, params: cursor ? { cursor } : {} }, unchecked, options);
         items.push(...((page[LISTS[method]] as Item[] | undefined) ?? []));
+        pages.push(freshnessOf(page, Date.now()));
         cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined;
       } while (cursor);
       const until = capability.listChanged === true ? Number.POSITIVE_INFINITY : readAt + listCacheMs();
-      this.lists.set(method, { items, readAt, until });
+      this.lists.set(method, { items, readAt, until, freshness: mergedFreshness(pages) });
       return items;
     });
+  }
+
+  /**
+   * How long a client may consider the list as kept fresh, by its pages' caching hints (MCP 2026-07-28): stale at
+   * once when none is kept (it was dropped on an announced change, or never read).
+   */
+  listFreshness(method: ListMethod): Freshness {
+    return this.lists.get(method)?.freshness ?? STALE;
   }
 
   /**
