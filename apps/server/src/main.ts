@@ -10,6 +10,7 @@ import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
 import { createHttpServer } from "./http/server.ts";
 import { callLeaseMs, callsInFlight, failExpiredCalls } from "./mcp/gateway.ts";
+import { tasksFollowed } from "./mcp/task-follower.ts";
 import { observeDatabasePool } from "./observability/metrics.ts";
 import { startTracing, stopTracing } from "./observability/tracing.ts";
 import { endSessionsOfExpiredSignIns } from "./resources/sessions/service.ts";
@@ -155,7 +156,9 @@ async function shutdown(signal: string) {
   force.unref();
   server.closeIdleConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  // Upstream MCP connections end with the server: stdio children are stopped, not orphaned.
+  // Upstream MCP connections end with the server: stdio children are stopped, not orphaned (and tasks no longer
+  // followed: their records keep the status last seen).
+  tasksFollowed.stopAll();
   await upstreams.closeAll();
   adminSocket?.close();
   clearInterval(expiredCallsSweeper);

@@ -40,9 +40,12 @@ import {
   coreTasksViaExtension,
   declaringTasksExtension,
   extensionCreateTaskResult,
+  LEGACY_ENDED,
+  legacyTaskOutcome,
   runsAsTask,
   TASKS_EXTENSION,
 } from "./task-eras.ts";
+import { tasksFollowed } from "./task-follower.ts";
 
 type Item = Record<string, unknown>;
 /** How old a list may be when a key is not in it, before it is read again (see find). */
@@ -704,7 +707,7 @@ export class Gateway {
       // Translated after the record's output is written: a result the upstream answered at once is the outcome of
       // the gateway's own task (see coreCreateTaskResult), read back from there.
       if (viaExtension && outcome.result) outcome.result = coreCreateTaskResult(outcome.result, outcome.record.id);
-      await this.recordCreatedTask(outcome, through);
+      await this.recordCreatedTask(outcome, through, provider);
       toolCallFinished(provider, outcome, startedAt);
       return outcome;
     } finally {
@@ -768,7 +771,11 @@ export class Gateway {
    * it: the session's later task requests and the upstream's status notifications find the record by it (see
    * taskSeen). A status the upstream announced before this write found no record: it is written now.
    */
-  private async recordCreatedTask({ record, result }: CallOutcome, upstream: Upstream | null): Promise<void> {
+  private async recordCreatedTask(
+    { record, result }: CallOutcome,
+    upstream: Upstream | null,
+    provider: GatewaySessionProvider,
+  ): Promise<void> {
     // MCP 2025-11-25 wraps the task (`{ task }`); the Tasks extension's CreateTaskResult is the task.
     const task = (result?.resultType === "task" ? result : result?.task) as
       | { taskId?: unknown; status?: unknown }
@@ -784,6 +791,34 @@ export class Gateway {
     if (announced && announced !== status && record.session_provider_id) {
       await this.taskAnnounced(record.session_provider_id, task.taskId, { status: announced });
     }
+    if (upstream) await this.follow(provider, upstream, task as Item & { taskId: string }, announced ?? status);
+  }
+
+  /**
+   * Follows a task a call created until it ends (see TaskFollower), asking its upstream as the task's era does: the
+   * Tasks extension's tasks/get carries the outcome, a 2025 task's comes from its tasks/result.
+   */
+  private async follow(
+    provider: GatewaySessionProvider,
+    upstream: Upstream,
+    task: Item & { taskId: string },
+    status: string,
+  ): Promise<void> {
+    const modern = await this.speaksModern(upstream);
+    const ask = (method: string) => this.forward(provider, upstream, method, { taskId: task.taskId });
+    const number = (value: unknown) => (typeof value === "number" ? value : undefined);
+    tasksFollowed.follow(`${provider.sessionProviderId} ${task.taskId}`, status, {
+      look: async () => {
+        const seen = await ask("tasks/get");
+        if (modern) return taskSeenOf(seen as Item & { status: string });
+        const now = String(seen.status);
+        return LEGACY_ENDED.has(now) ? legacyTaskOutcome(ask("tasks/result")) : { status: now };
+      },
+      record: (seen) => this.taskSeen(provider.sessionProviderId, task.taskId, seen),
+      // The extension names them in milliseconds (`pollIntervalMs`, `ttlMs`); 2025 does too, without the suffix.
+      pollIntervalMs: number(task.pollIntervalMs ?? task.pollInterval),
+      ttlMs: number(task.ttlMs ?? task.ttl),
+    });
   }
 
   /** A task status its upstream announced, into the task's record; a failed write is logged, never thrown. */

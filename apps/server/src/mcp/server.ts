@@ -50,6 +50,7 @@ import {
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
 import type { Namespaces } from "./keys.ts";
 import { asLogLevel } from "./log-levels.ts";
+import { withoutMetaKey } from "./meta.ts";
 import { answeredRound, roundState } from "./rounds.ts";
 import { runningRequests } from "./running-requests.ts";
 import { exposeSkillResult, listSkills, type SendToProvider, SKILL_URI_METHODS, skillRefusal } from "./skills.ts";
@@ -63,9 +64,10 @@ import {
   extensionsOffered,
   extensionTask,
   heldTask,
+  LEGACY_ENDED,
+  legacyTaskOutcome,
   TASKS_EXTENSION,
   TERMINAL_TASK_STATUSES,
-  taskErrorOf,
   tasksOffered,
 } from "./task-eras.ts";
 
@@ -612,21 +614,15 @@ export async function sessionMcpServer(
     const upstreamParams = { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), taskId: uri };
     const answer = await forward(ctx, provider, upstream, method, upstreamParams);
     let task = extensionTask(withoutMetaKey(answer, RELATED_TASK_META_KEY));
-    if (method === "tasks/get" && (task.status === "completed" || task.status === "failed")) {
-      const outcome = await gateway
-        .forward(provider, upstream, "tasks/result", upstreamParams, {
-          ...downstream(ctx.mcpReq),
-          signal: ctx.mcpReq.signal,
-          untilDone: true,
-        })
-        .then(
-          (result) => ({ status: "completed", result: withoutMetaKey(result, RELATED_TASK_META_KEY) }),
-          (error: unknown) => {
-            const taskError = taskErrorOf(error);
-            if (!taskError) throw asProtocolError(error, provider);
-            return { status: "failed", error: taskError };
-          },
-        );
+    if (method === "tasks/get" && LEGACY_ENDED.has(String(task.status))) {
+      const result = gateway.forward(provider, upstream, "tasks/result", upstreamParams, {
+        ...downstream(ctx.mcpReq),
+        signal: ctx.mcpReq.signal,
+        untilDone: true,
+      });
+      const outcome = await legacyTaskOutcome(result).catch((error: unknown) => {
+        throw asProtocolError(error, provider);
+      });
       task = { ...task, ...outcome };
     }
     await recordTaskSeen(method, task, target);
@@ -1286,15 +1282,6 @@ export function exposeTaskIds(message: Params, names: Namespaces, providerId: st
   if (meta?.[RELATED_TASK_META_KEY])
     out._meta = { ...meta, [RELATED_TASK_META_KEY]: expose(meta[RELATED_TASK_META_KEY]) };
   return out;
-}
-
-/** A result without one `_meta` key (without `_meta` when nothing else is left in it). */
-function withoutMetaKey(result: Params, key: string): Params {
-  const meta = result._meta as Params | undefined;
-  if (!meta || !(key in meta)) return result;
-  const { [key]: _key, ...kept } = meta;
-  const { _meta: _omitted, ...rest } = result;
-  return Object.keys(kept).length > 0 ? { ...rest, _meta: kept } : rest;
 }
 
 function asProtocolError(error: unknown, provider?: GatewaySessionProvider): unknown {

@@ -6,6 +6,7 @@ import {
   type ServerCapabilities,
 } from "@modelcontextprotocol/server";
 import { UpstreamFailure } from "../runtimes/pool.ts";
+import { withoutMetaKey } from "./meta.ts";
 
 type Params = Record<string, unknown>;
 
@@ -189,4 +190,25 @@ export function taskErrorOf(error: unknown): Params | undefined {
     message: error.message,
     ...(error.rpcData !== undefined ? { data: error.rpcData } : {}),
   };
+}
+
+/** The statuses of a 2025 task whose tasks/result answers at once, with its outcome. */
+export const LEGACY_ENDED = new Set(["completed", "failed"]);
+
+/**
+ * How a 2025 task that ended (LEGACY_ENDED) turned out, from its tasks/result (`result`), in the extension's terms
+ * (tasks.md "Task Polling" carries the outcome inline): a result makes it `completed` (2025 ends a tool error's
+ * task `failed`; the extension keeps `failed` for JSON-RPC errors, "Task Execution Errors"), a JSON-RPC error
+ * `failed` with that `error`. Any other failure (the gateway's, the connection's) says nothing of the task: thrown.
+ */
+export async function legacyTaskOutcome(
+  result: Promise<Params>,
+): Promise<{ status: "completed"; result: Params } | { status: "failed"; error: Params }> {
+  try {
+    return { status: "completed", result: withoutMetaKey(await result, RELATED_TASK_META_KEY) };
+  } catch (error) {
+    const taskError = taskErrorOf(error);
+    if (!taskError) throw error;
+    return { status: "failed", error: taskError };
+  }
 }

@@ -196,7 +196,8 @@ describe.each(LANES)("a task-augmented tools/call through %s", (_lane, fastCalls
     const inputResponses = { name: { action: "accept", content: { name: "Ada" } } };
     const updated = await request("tasks/update", { taskId, inputResponses });
     expect(updated.result).toMatchObject({ resultType: "complete" });
-    expect(tasksUpstream.tasks.requests.at(-1)).toEqual({
+    // The last tasks/update (the gateway's own follower may have asked tasks/get since).
+    expect(tasksUpstream.tasks.requests.filter((r) => r.method === "tasks/update").at(-1)).toEqual({
       method: "tasks/update",
       params: expect.objectContaining({ taskId: upstreamIdOf(taskId), inputResponses }),
     });
@@ -223,9 +224,22 @@ describe.each(LANES)("a task-augmented tools/call through %s", (_lane, fastCalls
     const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "y", ms: 60_000 } });
     const taskId = String(created.result?.taskId);
     expect((await request("tasks/cancel", { taskId })).result).toMatchObject({ resultType: "complete" });
-    expect(tasksUpstream.tasks.requests.at(-1)).toMatchObject({ method: "tasks/cancel" });
+    expect(tasksUpstream.tasks.requests.map((r) => r.method)).toContain("tasks/cancel");
     expect((await request("tasks/get", { taskId })).result).toMatchObject({ status: "cancelled" });
     expect(await recordedTask()).toMatchObject({ status: "cancelled" });
+  });
+
+  // tasks.md "Task Polling" leaves following a task to its requestor; the gateway follows it too, for the record.
+  it("records how a task ended that no client polled or listened to", async () => {
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "unwatched", ms: 200 } });
+    const upstreamId = upstreamIdOf(created.result?.taskId);
+    expect(await recordedTask()).toMatchObject({ id: upstreamId, status: "working" });
+    await expect.poll(async () => (await recordedTask())?.status, { timeout: 15_000, interval: 200 }).toBe("completed");
+    expect(JSON.stringify((await recordedTask())?.result)).toContain("memo://report/unwatched");
+    expect(tasksUpstream.tasks.requests).toContainEqual({
+      method: "tasks/get",
+      params: expect.objectContaining({ taskId: upstreamId }),
+    });
   });
 });
 
@@ -251,6 +265,14 @@ async function listeningClient(): Promise<{ client: ModernClient; heard: Params[
 const followTasks = (taskIds: string[]) => ({ taskIds }) as SubscriptionFilter;
 
 describe("task status notifications on subscriptions/listen", () => {
+  // The gateway follows no task here: what the record says came from the notifications.
+  beforeAll(() => {
+    process.env.TOOLPLANE_TASK_FOLLOW_MS = "0";
+  });
+  afterAll(() => {
+    delete process.env.TOOLPLANE_TASK_FOLLOW_MS;
+  });
+
   // tasks.md "Task Status Notifications": a client names task ids on subscriptions/listen; the server's acknowledgement
   // names those it agreed to, and each status change is a `notifications/tasks` carrying the DetailedTask (as tasks/get
   // would return it, the result of a completed task included), on the stream (stamped with its subscription id).
@@ -666,6 +688,19 @@ describe("a 2025-11-25 upstream's task for a declaring 2026-07-28 client (transl
       status: "cancelled",
     });
     expect(await recordedTask(legacy)).toMatchObject({ status: "cancelled" });
+  });
+
+  // MCP 2025-11-25 "Task Polling" leaves following a task to its requestor; the gateway follows it too, for the
+  // record, with 2025's tasks/get and, once it ended, tasks/result for its outcome.
+  it("records how a 2025 task ended that no client polled", async () => {
+    const created = await request("tools/call", { name: "kiln_breaks" }, DECLARING, legacy);
+    const taskId = String(created.result?.taskId).slice("kiln+".length);
+    await expect
+      .poll(async () => (await recordedTask(legacy))?.status, { timeout: 15_000, interval: 200 })
+      .toBe("failed");
+    const recorded = await recordedTask(legacy);
+    expect(recorded).toMatchObject({ id: taskId, result: null, error: { code: BROKEN_TASK_ERROR.code } });
+    expect(JSON.stringify(recorded?.error)).toContain(BROKEN_TASK_ERROR.message);
   });
 
   // tasks.md "Task Update Requests": MCP 2025-11-25 has no tasks/update (a task's requests reach the client only on
