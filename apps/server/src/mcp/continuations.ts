@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { UpstreamFailure } from "../runtimes/pool.ts";
 
 /** A server→client request an upstream made, as an MCP 2026-07-28 `input_required` result embeds it. */
 export interface EmbeddedRequest {
@@ -22,14 +23,21 @@ const TOKEN_PREFIX = "toolplane.continuation.";
  * as live until the next full GC, which kept every finished call's request and response alive and promoted them.)
  */
 export class Continuation<T, C> {
+  /**
+   * Stops the upstream work: aborted when the client cancels the request it is waiting on, or abandons a round
+   * (see Continuations.hold).
+   */
+  readonly control = new AbortController();
   private madeToken: string | undefined;
   private readonly steps: Step<T>[] = [];
   private waiting: ((step: Step<T>) => void) | null = null;
   private readonly answers = new Map<string, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   private asked = 0;
 
+  /** `subject` names what the request is about (its method and tool, prompt or URI): a retry must name the same. */
   constructor(
     readonly sessionId: string,
+    readonly subject: string,
     readonly context: C,
   ) {}
 
@@ -73,9 +81,14 @@ export class Continuation<T, C> {
     }
   }
 
-  /** Fails the questions still open (the client went away): the upstream hears an error, the call ends. */
-  abandon(error: Error): void {
-    for (const { reject } of this.answers.values()) reject(error);
+  /**
+   * The client abandoned the round: the upstream work is cancelled (a tools/call is recorded `cancelled`, and the
+   * upstream hears `notifications/cancelled` rather than an answer it might take for a refusal and act on), then
+   * the questions still open fail.
+   */
+  abandon(reason: UpstreamFailure): void {
+    this.control.abort(reason);
+    for (const { reject } of this.answers.values()) reject(reason);
     this.answers.clear();
   }
 
@@ -98,22 +111,29 @@ export class Continuation<T, C> {
 
 /**
  * The continuations of this process. A retry must reach the process that holds its continuation (sticky routing
- * for 2026-07-28 clients answering questions of 2025 upstreams; see README); one left unanswered for `ttlMs` is
- * abandoned, which fails the upstream's question.
+ * for 2026-07-28 clients answering questions of 2025 upstreams; see README); one left unanswered for `ttlMs()` (read
+ * at each hold) is abandoned. MCP 2026-07-28 gives a client no message that abandons a round: the round's request has
+ * ended, so neither `notifications/cancelled` nor closing its stream (basic/patterns/cancellation) applies, and a
+ * client that gives up simply never retries ("Servers MUST NOT assume that clients will fulfill the inputRequests
+ * or retry the original request", basic/patterns/mrtr; the SDK v2 client sends nothing when its caller aborts
+ * between legs). So a round that was not answered in time is taken as abandoned.
  */
 export class Continuations<T, C> {
   private readonly byToken = new Map<string, { continuation: Continuation<T, C>; timer: NodeJS.Timeout }>();
 
-  constructor(private readonly ttlMs: number) {}
+  constructor(private readonly ttlMs: () => number) {}
 
   static isToken(requestState: unknown): requestState is string {
     return typeof requestState === "string" && requestState.startsWith(TOKEN_PREFIX);
   }
 
-  /** The continuation a retry names, if this process holds it for that session (taken out until held again). */
-  take(token: string, sessionId: string): Continuation<T, C> | null {
+  /**
+   * The continuation a retry names, if this process holds it for that session and subject (taken out until held
+   * again): a state given out for one request answers no other (basic/patterns/mrtr asks servers to bind it so).
+   */
+  take(token: string, sessionId: string, subject: string): Continuation<T, C> | null {
     const held = this.byToken.get(token);
-    if (!held || held.continuation.sessionId !== sessionId) return null;
+    if (!held || held.continuation.sessionId !== sessionId || held.continuation.subject !== subject) return null;
     clearTimeout(held.timer);
     this.byToken.delete(token);
     return held.continuation;
@@ -121,10 +141,12 @@ export class Continuations<T, C> {
 
   /** Keeps a continuation that put a question to its client, until the client's retry takes it. */
   hold(continuation: Continuation<T, C>): void {
+    const ttlMs = this.ttlMs();
     const timer = setTimeout(() => {
       this.byToken.delete(continuation.token);
-      continuation.abandon(new Error("The client did not answer in time."));
-    }, this.ttlMs);
+      const message = `The client did not answer the upstream's question within ${ttlMs} ms (the round was abandoned).`;
+      continuation.abandon(new UpstreamFailure("cancelled", message));
+    }, ttlMs);
     timer.unref();
     this.byToken.set(continuation.token, { continuation, timer });
   }

@@ -36,6 +36,7 @@ import {
 } from "../runtimes/pool.ts";
 import { Continuation, Continuations } from "./continuations.ts";
 import {
+  type CallOptions,
   type CallOrigin,
   type CallOutcome,
   type Described,
@@ -402,12 +403,30 @@ export async function sessionMcpServer(
       });
     if (!target)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Prompt ${key} is not offered by this session.`);
-    const result = await forward(ctx, target.provider, target.upstream, "prompts/get", {
-      ...forwardedParams(request.params, ctx.mcpReq, logLevelOf(ctx.mcpReq)),
-      name: target.name,
-    });
-    return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
+    return askingUpstream(ctx, current, target, "prompts/get", key, request.params, { name: target.name });
   }) as never);
+
+  /**
+   * A prompts/get or resources/read of `target` (the client's `key` for it), whose upstream may put questions to the
+   * client meanwhile: on a connection they reach the client as requests (relayTo); per request they leave as
+   * input_required rounds, as a tools/call's do (MCP 2026-07-28 lets these requests carry them).
+   */
+  const askingUpstream = (
+    ctx: ServerContext,
+    current: GatewaySession,
+    target: { provider: GatewaySessionProvider; upstream: Upstream },
+    method: "prompts/get" | "resources/read",
+    key: string,
+    params: Params,
+    upstreamNames: Params,
+  ) => {
+    const { provider, upstream } = target;
+    const forwarded = { ...forwardedParams(params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), ...upstreamNames };
+    const start = (link: Partial<RoundLink> = {}) => forward(ctx, provider, upstream, method, forwarded, link);
+    const finish = (result: Params) => exposeUris(result, gateway.namespaces(current), provider.sessionProviderId);
+    if (serving.canRequest) return start().then(finish);
+    return servedInRounds(current.id, `${method} ${key}`, ctx.mcpReq, params, serving.logLevel, start, finish);
+  };
 
   /** The provider, upstream and upstream URI behind a session-wide resource URI. */
   const locateResource = async (current: GatewaySession, uri: string, ctx: ServerContext) => {
@@ -419,12 +438,9 @@ export async function sessionMcpServer(
   };
   server.setRequestHandler("resources/read", (async (request: { params: Params }, ctx: ServerContext) => {
     const current = await session();
-    const target = await locateResource(current, String(request.params.uri), ctx);
-    const result = await forward(ctx, target.provider, target.upstream, "resources/read", {
-      ...forwardedParams(request.params, ctx.mcpReq, logLevelOf(ctx.mcpReq)),
-      uri: target.uri,
-    });
-    return exposeUris(result, gateway.namespaces(current), target.provider.sessionProviderId);
+    const uri = String(request.params.uri);
+    const target = await locateResource(current, uri, ctx);
+    return askingUpstream(ctx, current, target, "resources/read", uri, request.params, { uri: target.uri });
   }) as never);
   server.setRequestHandler("resources/subscribe", (async (request: { params: Params }, ctx: ServerContext) => {
     const uri = String(request.params.uri);
@@ -800,7 +816,7 @@ export async function sessionMcpServer(
     upstream: Upstream,
     method: string,
     params: Params | undefined,
-    options: { untilDone?: boolean } = {},
+    options: Pick<CallOptions, "untilDone"> & Partial<RoundLink> = {},
   ) =>
     gateway
       .forward(provider, upstream, method, params, {
@@ -862,92 +878,78 @@ export interface ConnectionRequest extends CallRequest {
   ): Promise<unknown>;
 }
 
-/** How a call started per request ends: its outcome, or an error before it had one. */
-type CallEnd = { outcome: CallOutcome | null } | { error: unknown };
-/** The request of a per-request call the client is waiting on right now (the first, then each retry). */
-interface LiveCall {
+/** How upstream work started per request ends: its outcome, or an error before it had one. */
+type RoundEnd = { outcome: unknown } | { error: unknown };
+/** The request of per-request work the client is waiting on right now (the first, then each retry). */
+interface LiveRequest {
   req: CallRequest;
-  control: AbortController;
 }
-/** Calls whose upstream asked the client something, waiting for the retry that brings the answer (per process). */
-const continuations = new Continuations<CallEnd, LiveCall>(clientAnswerMs());
+/** Work whose upstream asked the client something, waiting for the retry that brings the answer (per process). */
+const continuations = new Continuations<RoundEnd, LiveRequest>(clientAnswerMs);
 
-/** Who a per-request tools/call is served for. */
-export interface PerRequestCaller {
-  gateway: Gateway;
-  session: () => Promise<GatewaySession>;
-  serving: ServingContext;
-  capabilities: ClientCapabilities | undefined;
-}
+/** How upstream work served in rounds reaches its client, and what stops it. */
+type RoundLink = Required<Pick<CallOptions, "caller" | "signal" | "onprogress">>;
 
 /**
- * A tools/call served per request (2026-07-28, or 2025 without a session): questions the upstream puts to the
- * client while the call runs leave as input_required rounds, and the call waits here for the retry that answers
- * them. Its result or error is the handler's, before the SDK's (or the fast lane's) encoding.
+ * A request served per request (2026-07-28, or 2025 without a session) whose upstream may put questions to the
+ * client (sampling, elicitation, roots) while it runs: tools/call, prompts/get and resources/read, the requests MCP
+ * 2026-07-28 lets answer `input_required` (basic/patterns/mrtr, "Supported Requests"). `start` begins the upstream
+ * work; each question leaves as an input_required round, and the work waits here for the retry that answers it;
+ * `finish` makes the work's outcome the answer. `subject` names what the request is about: a retry must be about the
+ * same. Cancelling the request the client is waiting on (the first or a retry) cancels the work.
  */
-export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequest, params: Params): Promise<Result> {
-  const { gateway, session, serving, capabilities } = caller;
-  const current = await session();
-  const { name, arguments: input, ...rest } = params;
-  const key = String(name);
-  const requestState = req.requestState() ?? rest.requestState;
-  let continuation: Continuation<CallEnd, LiveCall>;
-  let live: LiveCall;
+async function servedInRounds<T>(
+  sessionId: string,
+  subject: string,
+  req: CallRequest,
+  params: Params,
+  logLevel: LoggingLevel | undefined,
+  start: (link: RoundLink) => Promise<T>,
+  finish: (outcome: T) => Promise<Result> | Result,
+): Promise<Result> {
+  const requestState = req.requestState() ?? params.requestState;
+  let continuation: Continuation<RoundEnd, LiveRequest>;
   if (Continuations.isToken(requestState)) {
-    const held = continuations.take(requestState, current.id);
+    const held = continuations.take(requestState, sessionId, subject);
     if (!held) {
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
-        "This call is not waiting on this server process any more (it expired, or the retry reached another replica).",
+        "This request is not waiting on this server process any more (it expired, the retry reached another " +
+          "replica, or it retries another request).",
       );
     }
     continuation = held;
-    live = held.context;
-    live.req = req;
-    continuation.answer(req.inputResponses ?? (rest.inputResponses as Params | undefined));
+    held.context.req = req;
+    continuation.answer(req.inputResponses ?? (params.inputResponses as Params | undefined));
   } else {
-    live = { req, control: new AbortController() };
-    continuation = new Continuation<CallEnd, LiveCall>(current.id, live);
-    // The retry of a URL elicitation the gateway asked for (see urlElicitationRound) is the call again, as the
-    // upstream's 2025 client would make it: without the round's state and answers.
-    const retriesUrl = answeredRound(requestState)?.upstreamState === URL_ELICITATION_RETRY;
-    const forwarded = retriesUrl ? { requestState: () => undefined } : req;
-    gateway
-      .call(current, key, input as Params | undefined, callOrigin(serving, req, rest), {
-        capabilities,
-        connectionId: serving.connectionId,
-        ...(serving.paramHeaders ? { paramHeaders: serving.paramHeaders } : {}),
-        // Declared on this 2026-07-28 request (the extension is negotiated per request, not per connection).
-        tasksExtension: req.envelope !== undefined && declaresTasksExtension(capabilities),
-        caller: () => ({
-          request: (embedded, signal) => continuation.ask(embedded, signal),
-          notify: (notification) => {
-            if (notification.method === "notifications/progress") return;
-            if (!logLevelAllows(requestLogLevel(live.req, serving.logLevel), notification)) return;
-            void live.req.notify(notification).catch(() => undefined);
-          },
-        }),
-        signal: live.control.signal,
-        onprogress: (progress) => {
-          const token = live.req._meta?.progressToken;
-          if (token === undefined) return;
-          void live.req
-            .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
-            .catch(() => undefined);
+    const live: LiveRequest = { req };
+    const started = new Continuation<RoundEnd, LiveRequest>(sessionId, subject, live);
+    continuation = started;
+    start({
+      caller: () => ({
+        request: (embedded, signal) => started.ask(embedded, signal),
+        notify: (notification) => {
+          if (notification.method === "notifications/progress") return;
+          if (!logLevelAllows(requestLogLevel(live.req, logLevel), notification)) return;
+          void live.req.notify(notification).catch(() => undefined);
         },
-        params: forwardedParams(
-          retriesUrl ? withoutRound(rest) : rest,
-          forwarded,
-          requestLogLevel(req, serving.logLevel),
-        ),
-      })
-      .then(
-        (outcome) => continuation.end({ outcome }),
-        (error: unknown) => continuation.end({ error }),
-      );
+      }),
+      signal: started.control.signal,
+      onprogress: (progress) => {
+        const token = live.req._meta?.progressToken;
+        if (token === undefined) return;
+        void live.req
+          .notify({ method: "notifications/progress", params: { ...progress, progressToken: token } })
+          .catch(() => undefined);
+      },
+    }).then(
+      (outcome) => started.end({ outcome }),
+      (error: unknown) => started.end({ error }),
+    );
   }
-  // While the client waits on this request, cancelling it cancels the call.
-  const cancel = () => live.control.abort(req.signal.reason);
+  // While the client waits on this request, cancelling it cancels the work.
+  const { control } = continuation;
+  const cancel = () => control.abort(req.signal.reason);
   req.signal.addEventListener("abort", cancel);
   try {
     const step = await continuation.next();
@@ -961,11 +963,53 @@ export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequ
     }
     continuations.release(continuation);
     if ("error" in step.outcome) throw asProtocolError(step.outcome.error);
-    const urlRound = req.envelope !== undefined ? urlElicitationRound(step.outcome.outcome, capabilities) : undefined;
-    return urlRound ?? toolCallResult(gateway, session, step.outcome.outcome, key);
+    // The outcome of this subject's `start`, the only work a continuation of this subject runs.
+    return await finish(step.outcome.outcome as T);
   } finally {
     req.signal.removeEventListener("abort", cancel);
   }
+}
+
+/** Who a per-request tools/call is served for. */
+export interface PerRequestCaller {
+  gateway: Gateway;
+  session: () => Promise<GatewaySession>;
+  serving: ServingContext;
+  capabilities: ClientCapabilities | undefined;
+}
+
+/**
+ * A tools/call served per request (2026-07-28, or 2025 without a session), in rounds (see servedInRounds). Its
+ * result or error is the handler's, before the SDK's (or the fast lane's) encoding.
+ */
+export async function callToolPerRequest(caller: PerRequestCaller, req: CallRequest, params: Params): Promise<Result> {
+  const { gateway, session, serving, capabilities } = caller;
+  const current = await session();
+  const { name, arguments: input, ...rest } = params;
+  const key = String(name);
+  const start = (link: RoundLink) => {
+    // The retry of a URL elicitation the gateway asked for (see urlElicitationRound) is the call again, as the
+    // upstream's 2025 client would make it: without the round's state and answers.
+    const retriesUrl = answeredRound(req.requestState() ?? rest.requestState)?.upstreamState === URL_ELICITATION_RETRY;
+    const forwarded = retriesUrl ? { requestState: () => undefined } : req;
+    return gateway.call(current, key, input as Params | undefined, callOrigin(serving, req, rest), {
+      capabilities,
+      connectionId: serving.connectionId,
+      ...(serving.paramHeaders ? { paramHeaders: serving.paramHeaders } : {}),
+      // Declared on this 2026-07-28 request (the extension is negotiated per request, not per connection).
+      tasksExtension: req.envelope !== undefined && declaresTasksExtension(capabilities),
+      ...link,
+      params: forwardedParams(
+        retriesUrl ? withoutRound(rest) : rest,
+        forwarded,
+        requestLogLevel(req, serving.logLevel),
+      ),
+    });
+  };
+  return servedInRounds(current.id, `tools/call ${key}`, req, rest, serving.logLevel, start, (outcome) => {
+    const urlRound = req.envelope !== undefined ? urlElicitationRound(outcome, capabilities) : undefined;
+    return urlRound ?? toolCallResult(gateway, session, outcome, key);
+  });
 }
 
 /** A retry's params without the round it answers: its state and answers. */

@@ -7,6 +7,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   type ServerCapabilities,
+  type ServerContext,
   type Tool,
 } from "@modelcontextprotocol/server";
 import express from "express";
@@ -36,13 +37,40 @@ const sleep = (ms: number, signal: AbortSignal) =>
     });
   });
 
+/** The resource whose read asks the client something (see askedName). */
+export const ASKING_MEMO = "memo://day/ask";
+/** The requestState of askedName's round. */
+const NAME_STATE = "name.round-1";
+
+/**
+ * The name the client gave in the answer to this request's input_required round (checked to come back with the
+ * round's own requestState), or the round that asks it.
+ */
+function askedName(ctx: ServerContext, message: string) {
+  const answer = ctx.mcpReq.inputResponses?.name as { action?: string; content?: { name?: string } } | undefined;
+  if (!answer) {
+    return inputRequired({
+      inputRequests: {
+        name: inputRequired.elicit({
+          message,
+          requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+        }),
+      },
+      requestState: NAME_STATE,
+    });
+  }
+  if (ctx.mcpReq.requestState() !== NAME_STATE) return `a requestState of ${String(ctx.mcpReq.requestState())}`;
+  return answer.action === "accept" ? String(answer.content?.name) : String(answer.action);
+}
+
 /**
  * An upstream of the current MCP revision (2026-07-28), built with the SDK v2 the way its documentation shows:
  * tools `shout`, `countdown` (progress every `stepMs` for `steps` steps), `confirm` (asks the client through an
  * `input_required` elicitation), `chatty` (announces a tool list change on the call's stream), `grow` (adds a tool and announces the list change on `subscriptions/listen`
  * streams), `touch` (announces an update of `memo://today`), `logs` (three log messages, whatever level the request
  * asked for, and the level it asked for), `capabilities` (the client capabilities of the request), `widget` (with an MCP Apps UI
- * resource), a resource, a resource template, a prompt whose argument completes, and `extensions` (by default
+ * resource), a resource, a resource template, a prompt whose argument completes (the prompt `greet` of "?" and the
+ * resource memo://day/ask ask a name in an input_required round first), and `extensions` (by default
  * `io.toolplane.test/widgets`): it serves `<name>/…` for each `<vendor>/<name>` of them, answering which extension
  * served which method with which params; any other method MCP does not define is MethodNotFound. With the Tasks
  * extension among them, the tool `report` and the extension's methods (see upstream-tasks.ts).
@@ -186,15 +214,23 @@ export async function startModernUpstream(
     server.setRequestHandler("resources/templates/list", async () => ({
       resourceTemplates: [{ uriTemplate: "memo://day/{day}", name: "day", mimeType: "text/plain" }],
     }));
-    server.setRequestHandler("resources/read", async (request) => ({
-      contents: [{ uri: request.params.uri, mimeType: "text/plain", text: `memo for ${request.params.uri}` }],
-    }));
+    server.setRequestHandler("resources/read", async (request, ctx) => {
+      const { uri } = request.params;
+      // memo://day/ask is read only once the client named the day, in an input_required round.
+      const day = uri === ASKING_MEMO ? askedName(ctx, "Which day?") : uri;
+      if (typeof day !== "string") return day;
+      return { contents: [{ uri, mimeType: "text/plain", text: `memo for ${day}` }] };
+    });
     server.setRequestHandler("prompts/list", async () => ({
       prompts: [{ name: "greet", description: "A greeting.", arguments: [{ name: "who", required: true }] }],
     }));
-    server.setRequestHandler("prompts/get", async (request) => ({
-      messages: [{ role: "user", content: { type: "text", text: `Say hello to ${request.params.arguments?.who}.` } }],
-    }));
+    server.setRequestHandler("prompts/get", async (request, ctx) => {
+      // Greeting "?" asks whom in an input_required round.
+      const given = request.params.arguments?.who;
+      const who = given === "?" ? askedName(ctx, "Greet whom?") : String(given);
+      if (typeof who !== "string") return who;
+      return { messages: [{ role: "user", content: { type: "text", text: `Say hello to ${who}.` } }] };
+    });
     server.setRequestHandler("completion/complete", async (request) => {
       const prefix = String(request.params.argument.value);
       const values = ["ada", "alan", "grace"].filter((v) => v.startsWith(prefix));

@@ -4,10 +4,19 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
   CallToolRequestSchema,
+  CompleteRequestSchema,
+  CreateMessageResultSchema,
+  ElicitResultSchema,
   ErrorCode,
+  GetPromptRequestSchema,
   isInitializeRequest,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListRootsResultSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
+  type RequestId,
   SetLevelRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import express from "express";
@@ -26,6 +35,8 @@ export interface TestUpstream {
   logLevels: string[];
   /** Forgets every MCP session, as a restarted server would: requests with an old session id get a 404. */
   forgetSessions(): void;
+  /** With `asking`: the ids of the requests it saw cancelled while it waited on them. */
+  cancelled: RequestId[];
   close(): Promise<void>;
 }
 
@@ -36,21 +47,34 @@ const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
  * `echo` (collides with server-everything's), `whoami` (returns the Authorization header it received), `slow`
  * (answers after `ms`), `crash` (drops every connection mid-call), `fail` (a JSON-RPC error), `loose` and `malformed` (results with
  * members MCP does not define, and an invalid one) and a long name; and logging. `listDelayMs` makes its tools/list
- * that slow, `setLevelDelayMs` its logging/setLevel.
+ * that slow, `setLevelDelayMs` its logging/setLevel. `asking` adds requests that put questions to the client while
+ * they run, as 2025 servers do (server→client requests on the request's SSE stream): see askingHandlers.
  */
 export async function startTestUpstream(
-  options: { listDelayMs?: number; setLevelDelayMs?: number } = {},
+  options: { listDelayMs?: number; setLevelDelayMs?: number; asking?: boolean } = {},
 ): Promise<TestUpstream> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
-  const state = { authorizations: [] as (string | undefined)[], initializations: 0, logLevels: [] as string[] };
+  const state = {
+    authorizations: [] as (string | undefined)[],
+    initializations: 0,
+    logLevels: [] as string[],
+    cancelled: [] as RequestId[],
+  };
   const app = express();
   app.use(express.json());
 
   const mcpServer = () => {
     const server = new Server(
       { name: "test-upstream", version: "1.0.0" },
-      { capabilities: { tools: {}, logging: {} } },
+      {
+        capabilities: {
+          tools: {},
+          logging: {},
+          ...(options.asking ? { prompts: {}, resources: {}, completions: {} } : {}),
+        },
+      },
     );
+    if (options.asking) askingHandlers(server, state.cancelled);
     server.setRequestHandler(SetLevelRequestSchema, async (request) => {
       await new Promise((resolve) => setTimeout(resolve, options.setLevelDelayMs ?? 0));
       state.logLevels.push(request.params.level);
@@ -76,6 +100,7 @@ export async function startTestUpstream(
           { name: LONG_TOOL_NAME, description: "A long name.", inputSchema: { type: "object" } },
           { name: "loose", description: "A result with members MCP does not define.", inputSchema: { type: "object" } },
           { name: "malformed", description: "A text block without text.", inputSchema: { type: "object" } },
+          ...(options.asking ? [ASK_TOOL] : []),
         ],
       };
     });
@@ -105,6 +130,8 @@ export async function startTestUpstream(
           return { content: [{ type: "text", text: "loose", color: "red" }], extra: { kept: true } };
         case "malformed":
           return { content: [{ type: "text" }] } as never;
+        case "ask":
+          return ask(extra, state.cancelled);
         default:
           return text(`called ${request.params.name}`);
       }
@@ -124,7 +151,8 @@ export async function startTestUpstream(
       state.initializations++;
       const created = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
-        enableJsonResponse: true,
+        // A request's server→client requests go on its SSE stream; a JSON response has none.
+        enableJsonResponse: !options.asking,
         onsessioninitialized: (id) => {
           transports.set(id, created);
         },
@@ -150,6 +178,7 @@ export async function startTestUpstream(
       return state.initializations;
     },
     logLevels: state.logLevels,
+    cancelled: state.cancelled,
     forgetSessions: () => transports.clear(),
     close: async () => {
       await Promise.all([...transports.values()].map((t) => t.close()));
@@ -157,4 +186,85 @@ export async function startTestUpstream(
       await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     },
   };
+}
+
+/** What a request handler of the SDK v1 server gets besides the request. */
+type Extra = Parameters<Parameters<Server["setRequestHandler"]>[1]>[1];
+
+const ASK_TOOL = {
+  name: "ask",
+  description: "Asks the client for a name (elicitation), then answers with it.",
+  inputSchema: { type: "object" },
+};
+const NAME_SCHEMA = { type: "object" as const, properties: { name: { type: "string" as const } }, required: ["name"] };
+
+/** The name the client gives when asked (elicitation), or what it did instead. */
+async function askName(extra: Extra, message: string): Promise<string> {
+  const answer = await extra.sendRequest(
+    { method: "elicitation/create", params: { message, requestedSchema: NAME_SCHEMA } },
+    ElicitResultSchema,
+  );
+  return answer.action === "accept" ? String(answer.content?.name) : answer.action;
+}
+
+/** Resolves when the request is cancelled, recording it. */
+function untilCancelled(extra: Extra, cancelled: RequestId[]): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      cancelled.push(extra.requestId);
+      resolve();
+    };
+    if (extra.signal.aborted) done();
+    else extra.signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** The `ask` tool: the client's name, asked by elicitation (a question never answered waits until cancelled). */
+async function ask(extra: Extra, cancelled: RequestId[]) {
+  const name = await Promise.race([
+    askName(extra, "Who is asking?"),
+    untilCancelled(extra, cancelled).then(() => null),
+  ]);
+  return text(name === null ? "cancelled while asking" : `asked ${name}`);
+}
+
+/**
+ * Requests besides tools/call that put questions to the client while they run: prompts/get `sign-off` asks a name
+ * (elicitation) then a closing line (sampling); resources/read `ask://roots` lists the client's roots; and
+ * completion/complete asks a name, which MCP 2026-07-28 does not let a completion carry.
+ */
+function askingHandlers(server: Server, cancelled: RequestId[]): void {
+  server.setRequestHandler(ListPromptsRequestSchema, async () => ({
+    prompts: [{ name: "sign-off", description: "Signs off as the client's user.", arguments: [{ name: "style" }] }],
+  }));
+  server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
+    const name = await Promise.race([
+      askName(extra, "Sign off as?"),
+      untilCancelled(extra, cancelled).then(() => null),
+    ]);
+    if (name === null) return { messages: [] };
+    const closing = await extra.sendRequest(
+      {
+        method: "sampling/createMessage",
+        params: {
+          messages: [{ role: "user", content: { type: "text", text: `A ${request.params.arguments?.style} closing` } }],
+          maxTokens: 20,
+        },
+      },
+      CreateMessageResultSchema,
+    );
+    const line = closing.content.type === "text" ? closing.content.text : "?";
+    return { messages: [{ role: "user", content: { type: "text", text: `${line}, ${name}` } }] };
+  });
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: [{ uri: "ask://roots", name: "roots", mimeType: "text/plain" }],
+  }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+    const { roots } = await extra.sendRequest({ method: "roots/list" }, ListRootsResultSchema);
+    const listed = roots.map((root) => root.uri).join(" ");
+    return { contents: [{ uri: request.params.uri, mimeType: "text/plain", text: `roots: ${listed}` }] };
+  });
+  server.setRequestHandler(CompleteRequestSchema, async (_request, extra) => ({
+    completion: { values: [await askName(extra, "Complete for whom?")] },
+  }));
 }
