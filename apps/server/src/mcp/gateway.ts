@@ -1,5 +1,5 @@
 import type { ClientCapabilities, Progress } from "@modelcontextprotocol/client";
-import { ProtocolError } from "@modelcontextprotocol/server";
+import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { ApiError } from "@toolplane/server-stubs";
 import { CompiledQuery, type Insertable, sql } from "kysely";
 import type { Db } from "../db/database.ts";
@@ -514,11 +514,7 @@ export class Gateway {
   }
 
   /** The provider and upstream behind a URI the client sent (resources and resource templates). */
-  async locateUri(
-    session: GatewaySession,
-    uri: string,
-    downstream: Downstream = {},
-  ): Promise<{ provider: GatewaySessionProvider; upstream: Upstream; uri: string } | null> {
+  async locateUri(session: GatewaySession, uri: string, downstream: Downstream = {}): Promise<LocatedUri | null> {
     const resolved = this.namespaces(session).resolveUri(uri);
     const provider = session.providers.find((p) => p.sessionProviderId === resolved?.providerId);
     if (!resolved || !provider) return null;
@@ -563,19 +559,39 @@ export class Gateway {
   /**
    * The session's providers, connected: for capabilities and instructions. Each is waited for up to the list
    * timeout; a connection that takes longer goes on (up to the upstream timeout) for the requests that follow,
-   * instead of being dropped and started again by the next one.
+   * instead of being dropped and started again by the next one. One that cannot be described now (down, hung) has
+   * no upstream and no capabilities, and `lastOffered` what its connection's server declared when last connected
+   * (undefined when this process never connected it).
    */
   async describe(session: GatewaySession, downstream: Downstream = {}) {
     return Promise.all(
       session.providers.map(async (provider) => {
+        let upstream: Upstream | undefined;
         try {
-          const upstream = await this.upstreamFor(session.instanceId, provider, downstream);
+          upstream = await this.upstreamFor(session.instanceId, provider, downstream);
           const described = upstream.describe(this.timeoutMs);
           return { provider, upstream, ...(await new FirstAnswer(true).bound(described, this.listMs)) };
         } catch {
-          return { provider, upstream: null, capabilities: {}, instructions: undefined, modern: false };
+          const lastOffered = upstream?.lastOffered;
+          return { provider, upstream: null, capabilities: {}, instructions: undefined, modern: false, lastOffered };
         }
       }),
+    );
+  }
+
+  /**
+   * The error a subscription to resource `uri` (session-wide) of `target` is refused with when its server does not
+   * declare `resources.subscribe`, or undefined when it does: such a server would never announce an update (a 2025
+   * one answers resources/subscribe with -32601; a 2026-07-28 one takes a listen filter naming it and sends nothing).
+   */
+  async subscriptionRefusal(target: LocatedUri, uri: string): Promise<ProtocolError | undefined> {
+    const { capabilities } = await target.upstream.describe(this.timeoutMs);
+    if (capabilities.resources?.subscribe) return undefined;
+    const slug = target.provider.providerSlug;
+    return new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      `Provider ${slug} does not offer resource subscriptions (its server does not declare resources.subscribe): ${uri} cannot be subscribed to.`,
+      { uri, provider: slug },
     );
   }
 
@@ -1152,6 +1168,9 @@ function needsReauthentication(
     reauthUrl,
   );
 }
+
+/** The provider and upstream behind a session-wide URI, and the URI as the upstream names it (see locateUri). */
+export type LocatedUri = { provider: GatewaySessionProvider; upstream: Upstream; uri: string };
 
 /** A provider of a session as `describe` found it: its upstream (null when unreachable), capabilities, instructions. */
 export type Described = Awaited<ReturnType<Gateway["describe"]>>[number];

@@ -230,28 +230,25 @@ export async function sessionMcpServer(
   serving: ServingContext,
   options: { instructions?: boolean } = {},
 ): Promise<GatewayServer> {
-  // What the client learns at initialize or server/discover: the upstreams' instructions, and tasks where they
-  // offer them (requests built for other methods need neither).
-  const described = options.instructions ? await gateway.describe(await session()) : [];
+  // What the client learns at initialize or server/discover: the upstreams' capabilities and instructions
+  // (requests built for other methods need neither: see sessionCapabilities).
+  const described = options.instructions ? await gateway.describe(await session()) : null;
   const offered = {
     tasks: tasksOffered,
     extensions: (d: Described) => extensionsOffered(d.capabilities, d.modern),
     experimental: (d: Described) => (d.capabilities as Params).experimental as Params | undefined,
   };
-  const merged = (capability: keyof typeof offered) => mergedCapability(described.map(offered[capability]));
+  const merged = (capability: keyof typeof offered) => mergedCapability((described ?? []).map(offered[capability]));
   const [tasks, extensions, experimental] = [merged("tasks"), merged("extensions"), merged("experimental")];
+  const capabilities = sessionCapabilities(described);
   const server = new GatewayServer(GATEWAY_INFO, {
     capabilities: {
-      tools: { listChanged: true },
-      prompts: { listChanged: true },
-      resources: { subscribe: true, listChanged: true },
-      completions: {},
-      logging: {},
+      ...capabilities,
       ...(tasks ? { tasks } : {}),
       ...(extensions ? { extensions } : {}),
       ...(experimental ? { experimental } : {}),
     } as ServerCapabilities,
-    instructions: mergedInstructions(described),
+    instructions: mergedInstructions(described ?? []),
   });
   server.connectionId = serving.connectionId;
 
@@ -446,9 +443,15 @@ export async function sessionMcpServer(
     const uri = String(request.params.uri);
     if (subscriptions.has(uri)) return {};
     const target = await locateResource(await session(), uri, ctx);
-    await target.upstream.subscribe(target.uri, gateway.timeoutMs).catch((error: unknown) => {
-      throw asProtocolError(error, target.provider);
-    });
+    await gateway
+      .subscriptionRefusal(target, uri)
+      .then((refusal) => {
+        if (refusal) throw refusal;
+        return target.upstream.subscribe(target.uri, gateway.timeoutMs);
+      })
+      .catch((error: unknown) => {
+        throw asProtocolError(error, target.provider);
+      });
     subscriptions.set(uri, target);
     return {};
   }) as never);
@@ -462,8 +465,9 @@ export async function sessionMcpServer(
     return {};
   }) as never);
 
-  // Routed by its ref: a prompt's key, or a resource template's URI, each rewritten to the upstream's own.
-  server.setRequestHandler("completion/complete", (async (request: { params: Params }, ctx: ServerContext) => {
+  // Routed by its ref: a prompt's key, or a resource template's URI, each rewritten to the upstream's own. Served
+  // only where declared (the SDK refuses a handler of an undeclared capability): else the fallback answers -32601.
+  const complete = async (request: { params: Params }, ctx: ServerContext) => {
     const current = await session();
     const ref = (request.params.ref ?? {}) as Params;
     const byPrompt = ref.type === "ref/prompt";
@@ -481,10 +485,16 @@ export async function sessionMcpServer(
       const what = byPrompt ? `Prompt ${String(ref.name)}` : `Resource template ${String(ref.uri)}`;
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `${what} is not offered by this session.`);
     }
+    // A provider without completions is not asked (it would answer -32601): it has nothing to suggest.
+    const upstreamOffers = await target.upstream.describe(gateway.timeoutMs).catch((error: unknown) => {
+      throw asProtocolError(error, target.provider);
+    });
+    if (!upstreamOffers.capabilities.completions) return { completion: { values: [] } };
     const params = { ...forwardedParams(request.params, ctx.mcpReq, logLevelOf(ctx.mcpReq)), ref: target.ref };
     const result = await forward(ctx, target.provider, target.upstream, "completion/complete", params);
     return exposeUris(result, gateway.namespaces(current), null);
-  }) as never);
+  };
+  if (capabilities.completions) server.setRequestHandler("completion/complete", complete as never);
 
   /**
    * `ask` of every upstream at once (undefined: not this one), waiting on each as a listing does: one that has not
@@ -765,6 +775,13 @@ export async function sessionMcpServer(
   /** Other requests the gateway has no merge rule for (methods of extensions, say): to the provider that owns them. */
   server.fallbackRequestHandler = async (request, ctx) => {
     const { mcpReq } = ctx as ServerContext;
+    // Only when the session declared no completions (no handler then): what a server without them answers.
+    if (request.method === "completion/complete") {
+      throw new ProtocolError(
+        ProtocolErrorCode.MethodNotFound,
+        "Method not found: completion/complete (no provider of this session offers completions).",
+      );
+    }
     if (request.method.startsWith("tasks/")) {
       return task(request.method, (request.params ?? {}) as Params, ctx as ServerContext) as never;
     }
@@ -1226,6 +1243,40 @@ async function reportFailures(
     };
     if (logLevelAllows(logLevel, message)) await ctx.mcpReq.notify(message as never).catch(() => undefined);
   }
+}
+
+/**
+ * What the session declares of what its providers serve, told a client at initialize (2025) and server/discover
+ * (2026-07-28):
+ * - tools, prompts and resources with `listChanged`, always: the gateway answers their lists itself (merged, empty
+ *   without providers) and announces their changes, providers added to the session later included (see
+ *   SESSION_LIST_CHANGES), so a session that starts with none, or with none offering prompts, may offer some later;
+ * - logging, always: the gateway sends log messages of its own (providers left out of an answer, see reportFailures),
+ *   which MCP requires the capability for, and serves logging/setLevel for them (an upstream without logging is not
+ *   asked);
+ * - completions and `resources.subscribe` when at least one provider offers them; a request for a provider without
+ *   them is answered by the gateway (an empty completion; a subscription refused, naming the provider).
+ * A provider that cannot be described now (down, hung) counts as offering what its server declared when last
+ * connected, and one this process never connected as offering both: so an upstream that comes and goes does not
+ * make the declaration flip, and declaring too much costs a client an empty answer, where declaring too little
+ * would hide what the provider serves from a 2025 client for its whole connection (fixed at initialize).
+ * `described` null (a request other than initialize and server/discover, whose server is not described): both, so
+ * that the request is served; the client asks only what it was told at initialize or server/discover.
+ */
+function sessionCapabilities(described: Described[] | null): ServerCapabilities {
+  const offers = (has: (capabilities: ServerCapabilities) => unknown) =>
+    described === null ||
+    described.some((d) => {
+      const capabilities = d.upstream ? d.capabilities : d.lastOffered;
+      return capabilities === undefined || !!has(capabilities);
+    });
+  return {
+    tools: { listChanged: true },
+    prompts: { listChanged: true },
+    resources: { listChanged: true, ...(offers((c) => c.resources?.subscribe) ? { subscribe: true } : {}) },
+    logging: {},
+    ...(offers((c) => c.completions) ? { completions: {} } : {}),
+  };
 }
 
 function mergedInstructions(described: Described[]): string {

@@ -148,6 +148,11 @@ export const unchecked: StandardSchemaV1<unknown, Record<string, unknown>> = {
 export class Upstream {
   /** The current connection (`prn_…`), recorded on tool calls; null until connected. */
   runId: string | null = null;
+  /**
+   * The capabilities the server declared when this connection was last opened: kept while it is down or being
+   * connected again, so that what the session declares does not change with it (see sessionCapabilities).
+   */
+  lastOffered: ServerCapabilities | undefined;
   lastUsedAt = Date.now();
   private inFlight = 0;
   private client: Promise<Client> | null = null;
@@ -577,6 +582,7 @@ export class Upstream {
     }
     if (client.getProtocolEra() === "modern") relayTaskResults(transport);
     this.runId = newId("prn");
+    this.lastOffered = client.getServerCapabilities() ?? {};
     // A direct call answers only a ping of what a 2025 server may ask on its stream: a connection that relays
     // sampling, elicitation or roots keeps the calls to such a server on the SDK client.
     const direct = directTargetOf(this.target, client, CLIENT_NAME, this.capabilities);

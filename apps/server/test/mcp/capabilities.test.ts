@@ -1,0 +1,202 @@
+/**
+ * What a session declares it can do, and what it does for a provider that cannot: capabilities at initialize (2025)
+ * and server/discover (2026-07-28) made of its providers', and completion/complete and resource subscriptions kept
+ * from providers without them. Upstreams are SDK servers of both eras offering what each test needs
+ * (upstream-resources.ts); clients are the official SDKs (v1 for 2025, v2 pinned to 2026-07-28).
+ */
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import express from "express";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listenOnLoopback } from "../support/loopback.ts";
+import type { StartedTestServer } from "../support/server.ts";
+import { startTestServer } from "../support/server.ts";
+import {
+  PROJECT_URI,
+  type ResourcesUpstream,
+  startLegacyResources,
+  startModernResources,
+} from "../support/upstream-resources.ts";
+import {
+  type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  endpointOf,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+let t: StartedTestServer;
+/** 2026-07-28 upstreams: one offering nothing beyond resources and a prompt, one offering everything. */
+let bare: ResourcesUpstream;
+let rich: ResourcesUpstream;
+/** 2025 upstreams: one taking subscriptions (and log levels), one offering neither. */
+let files: ResourcesUpstream;
+let plain: ResourcesUpstream;
+const deployments: Record<string, string> = {};
+let empty: CreatedSession;
+let bareOnly: CreatedSession;
+let all: CreatedSession;
+const closers: (() => Promise<void>)[] = [];
+
+/** A 2025-era client (SDK v1). */
+async function legacyClient(session: CreatedSession) {
+  const client = new Client({ name: "legacy-client", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(endpointOf(t, session), {
+      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+    }),
+  );
+  closers.push(() => client.close());
+  return client;
+}
+
+/** A client of MCP 2026-07-28 (SDK v2, pinned: it learns the capabilities from server/discover). */
+async function modernClient(session: CreatedSession) {
+  const client = new ModernClient(
+    { name: "modern-client", version: "1.0.0" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  await client.connect(
+    new ModernTransport(endpointOf(t, session), {
+      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+    }),
+  );
+  closers.push(() => client.close());
+  return client;
+}
+
+/** What a client of each era is told the session offers. */
+async function declared(session: CreatedSession) {
+  const [legacy, modern] = await Promise.all([legacyClient(session), modernClient(session)]);
+  return [legacy.getServerCapabilities(), modern.getServerCapabilities()];
+}
+
+const sessionOf = async (...slugs: string[]) =>
+  createSession(
+    t.client,
+    slugs.map((slug) => ({ provider_deployment: deploymentRef(deployments[slug] ?? "") })),
+  );
+
+async function deploy(slug: string, url: string) {
+  const provider = await remoteProvider(t.db, slug, url);
+  deployments[slug] = (await deployProvider(t.client, provider.providerId, slug)).id;
+}
+
+beforeAll(async () => {
+  [t, bare, rich, files, plain] = await Promise.all([
+    startTestServer(),
+    startModernResources({}),
+    startModernResources({ completions: true, subscribe: true, logging: true }),
+    startLegacyResources({ subscribe: true, logging: true }),
+    startLegacyResources({}),
+  ]);
+  for (const [slug, upstream] of Object.entries({ bare, rich, files, plain })) await deploy(slug, upstream.url);
+  // A session starts with a provider: one without any is what is left once they were removed.
+  empty = await sessionOf("bare");
+  const provider = await t.db
+    .selectFrom("session_providers")
+    .select("id")
+    .where("session_id", "=", empty.id)
+    .executeTakeFirstOrThrow();
+  const removed = await t.client.DELETE("/sessions/{session_id}/providers/{session_provider_id}", {
+    params: { path: { session_id: empty.id, session_provider_id: provider.id } },
+  });
+  expect(removed.response.status).toBe(200);
+  bareOnly = await sessionOf("bare");
+  all = await sessionOf("bare", "rich", "files", "plain");
+});
+
+afterAll(async () => {
+  for (const close of closers.splice(0)) await close().catch(() => undefined);
+  await Promise.all([t?.close(), bare?.close(), rich?.close(), files?.close(), plain?.close()]);
+});
+
+describe("declared capabilities", () => {
+  it("declares completions and resource subscriptions only when a provider offers them, to clients of both eras", async () => {
+    const always = {
+      tools: { listChanged: true },
+      prompts: { listChanged: true },
+      resources: { listChanged: true },
+      logging: {},
+    };
+    // No provider (a session may gain some later: the lists and their changes are the gateway's), none offering them.
+    for (const session of [empty, bareOnly]) {
+      for (const capabilities of await declared(session)) {
+        expect(capabilities).toMatchObject(always);
+        expect(capabilities?.completions).toBeUndefined();
+        expect(capabilities?.resources?.subscribe).toBeUndefined();
+      }
+    }
+    for (const capabilities of await declared(all)) {
+      expect(capabilities).toMatchObject({ ...always, completions: {}, resources: { subscribe: true } });
+    }
+  });
+
+  it("keeps a provider's capabilities while its upstream is down, and counts one never reached as offering them", async () => {
+    const flaky = await startModernResources({});
+    await deploy("flaky", flaky.url);
+    const session = await sessionOf("flaky");
+    const [before] = await declared(session);
+    expect(before?.completions).toBeUndefined();
+    // The upstream goes away; a request that finds it gone drops the connection, so the next one connects again.
+    await flaky.close();
+    const client = await legacyClient(session);
+    await expect(client.readResource({ uri: PROJECT_URI })).rejects.toThrow(/flaky/);
+    for (const capabilities of await declared(session)) {
+      expect(capabilities?.completions).toBeUndefined();
+      expect(capabilities?.resources?.subscribe).toBeUndefined();
+    }
+
+    // Nothing ever answered at this address: what it offers is unknown, so nothing it may offer is hidden.
+    const gone = await listenOnLoopback(express());
+    await gone.close();
+    await deploy("unreached", `${gone.base}/mcp`);
+    for (const capabilities of await declared(await sessionOf("unreached"))) {
+      expect(capabilities).toMatchObject({ completions: {}, resources: { subscribe: true } });
+    }
+  });
+});
+
+describe("requests for a provider without the capability", () => {
+  it("answers completion/complete for a provider without completions with nothing, without asking it", async () => {
+    const ref = (slug: string) => ({ type: "ref/prompt" as const, name: `${slug}_review` });
+    const argument = { name: "path", value: "src" };
+    const legacy = await legacyClient(all);
+    const modern = await modernClient(all);
+    for (const client of [legacy, modern]) {
+      expect((await client.complete({ ref: ref("bare"), argument })).completion.values).toEqual([]);
+      expect((await client.complete({ ref: ref("rich"), argument })).completion.values).toEqual(["src/a.ts"]);
+    }
+    expect(bare.methods).not.toContain("completion/complete");
+    expect(rich.methods.filter((method) => method === "completion/complete")).toHaveLength(2);
+    // A session that declared no completions has none, as a server without them: -32601 (2025 connection).
+    const undeclared = await legacyClient(bareOnly);
+    await expect(undeclared.complete({ ref: { type: "ref/prompt", name: "review" }, argument })).rejects.toMatchObject({
+      code: -32601,
+    });
+    expect(bare.methods).not.toContain("completion/complete");
+  });
+
+  it("refuses a 2025 client's subscription to a resource of a provider without subscriptions, naming it", async () => {
+    const client = await legacyClient(all);
+    for (const slug of ["bare", "plain"]) {
+      const refused = await client.subscribeResource({ uri: `${slug}+${PROJECT_URI}` }).catch((error) => error);
+      expect(refused).toBeInstanceOf(McpError);
+      expect(refused).toMatchObject({ code: -32602, message: expect.stringContaining(`Provider ${slug}`) });
+    }
+    expect(bare.methods).not.toContain("subscriptions/listen");
+    expect(plain.methods).not.toContain("resources/subscribe");
+    await client.subscribeResource({ uri: `rich+${PROJECT_URI}` });
+    await client.subscribeResource({ uri: `files+${PROJECT_URI}` });
+  });
+
+  it("skips upstreams without logging when a 2025 client sets its level", async () => {
+    const client = await legacyClient(all);
+    await client.setLoggingLevel("info");
+    expect(files.methods).toContain("logging/setLevel");
+    expect(plain.methods).not.toContain("logging/setLevel");
+  });
+});
