@@ -101,3 +101,18 @@ export class Namespaces {
     return prefix && !/^[a-z]/.test(prefix) ? `p${prefix}` : prefix;
   }
 }
+
+/**
+ * Whether an update of resource `updated` reaches a subscription to `subscribed` (both as one namespace names them):
+ * the same URI, or one of its sub-resources, which MCP lets a server announce ("This might be a sub-resource of the
+ * one that the client actually subscribed to": ResourceUpdatedNotificationParams.uri, 2025-11-25 and 2026-07-28).
+ * MCP does not define sub-resource further: taken here as what lies below the URI in its hierarchy (RFC 3986 path
+ * segments: `file:///project` → `file:///project/src/a.ts`) or a fragment of it (RFC 3986 §3.5: a secondary
+ * resource). A URI that merely starts with the same characters (`file:///project2`) is another resource.
+ */
+export function reachesSubscription(updated: string, subscribed: string): boolean {
+  if (updated === subscribed) return true;
+  if (!updated.startsWith(subscribed)) return false;
+  const next = updated[subscribed.length];
+  return subscribed.endsWith("/") || next === "/" || next === "#";
+}

@@ -15,6 +15,7 @@ import { sendJson } from "../http/errors.ts";
 import type { Upstream, UpstreamCaller } from "../runtimes/pool.ts";
 import { FirstAnswer, type Gateway } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
+import { reachesSubscription } from "./keys.ts";
 import { exposeTaskIds } from "./server.ts";
 import { coreTasksViaExtension, declaresTasksExtension, TASKS_EXTENSION } from "./task-eras.ts";
 
@@ -29,15 +30,20 @@ const EVENTS: Record<string, ServerEvent["kind"]> = {
 
 /** One session's `subscriptions/listen` streams on this process, and the upstreams they hear from. */
 interface Hub {
-  serve: (req: Request, res: Response, tasks: FollowedTasks) => Promise<void>;
-  streams: number;
+  serve: (req: Request, res: Response, stream: Stream) => Promise<void>;
+  streams: Set<Stream>;
   close: () => void;
 }
 
-/** A stream's tasks (Tasks extension): the session-wide ids it follows, and their notifications meanwhile. */
-interface FollowedTasks {
+/**
+ * What the gateway itself sends on one listen stream, beside what the SDK sends (list changes): updates of the
+ * resources it follows (session-wide URIs, those refused left out) and the notifications of the tasks it follows
+ * (session-wide ids, Tasks extension), written once the stream has been acknowledged.
+ */
+interface Stream {
+  resources: Set<string>;
   taskIds: string[];
-  feed: TaskFeed;
+  feed: StreamFeed;
 }
 
 /** A task the stream follows: where it lives, its id as the upstream names it (`uri`) and as the session does. */
@@ -46,15 +52,18 @@ type FollowedTask = NonNullable<Awaited<ReturnType<Gateway["locateUri"]>>> & { t
 /**
  * `subscriptions/listen` (MCP 2026-07-28) on a session's endpoint. A client opens a stream and says which changes
  * it wants: list changes of tools, prompts and resources, and updates of resources by URI. The SDK serves the
- * stream (acknowledgement, filtering, subscription ids, keep-alives); this class feeds it. While a session has a
- * stream open on this process, the process listens to every upstream of the session in the upstream's era (a 2025
- * server's GET stream, a 2026-07-28 server's own listen stream) and publishes what they announce on the session's
- * own bus, resource URIs made session-wide. The resources a stream names are subscribed upstream while it is open.
+ * stream (acknowledgement, list change filtering, subscription ids, keep-alives); this class feeds it. While a
+ * session has a stream open on this process, the process listens to every upstream of the session in the upstream's
+ * era (a 2025 server's GET stream, a 2026-07-28 server's own listen stream) and publishes the list changes they
+ * announce on the session's own bus. The resources a stream names are subscribed upstream while it is open, except
+ * those of a provider that does not offer subscriptions, which the acknowledgement leaves out (the revision's way of
+ * refusing part of a filter); their updates, resource URIs made session-wide, are written to the stream by the
+ * gateway, which relays a sub-resource's too (see reachesSubscription; the SDK's filter matches exact URIs only).
  * So are the tasks it names (`taskIds`, the Tasks extension's, for a client that declares it: tasks.md "Task Status
- * Notifications"), whose `notifications/tasks` the stream carries with session-wide task ids; the SDK's stream knows
- * only the core filter, so that part is added to it (withTaskNotifications). The records follow those notifications
- * where the upstream connection hears them, once each however many streams follow the task (Gateway.upstreamFor).
- * Any replica serves a stream: each listens to the upstreams itself.
+ * Notifications"), whose `notifications/tasks` the stream carries with session-wide task ids. The SDK's stream
+ * knows neither, so they are added to it (withOwnNotifications). The records follow task notifications where the
+ * upstream connection hears them, once each however many streams follow the task (Gateway.upstreamFor). Any
+ * replica serves a stream: each listens to the upstreams itself.
  */
 export class SessionSubscriptions {
   private readonly hubs = new Map<string, Hub>();
@@ -93,18 +102,19 @@ export class SessionSubscriptions {
       this.hubs.set(session.id, hub);
     }
     const opened = hub;
-    opened.streams++;
-    const feed = new TaskFeed();
+    const requested = strings(filter?.resourceSubscriptions);
+    const stream: Stream = { resources: new Set(requested), taskIds: [], feed: new StreamFeed() };
     // Counted off however early the client goes, even while its resources and tasks are still being subscribed.
+    opened.streams.add(stream);
     const resources = this.subscribeAll(
-      strings(filter?.resourceSubscriptions).map((uri) => this.gateway.locateUri(session, uri)),
+      requested.map((uri) => this.subscribable(session, uri, stream)),
       ({ upstream, uri }) => upstream.subscribe(uri, this.gateway.timeoutMs),
       ({ upstream, uri }) => upstream.unsubscribe(uri, this.gateway.timeoutMs),
     );
     const tasks = this.subscribeAll(
       taskIds.map((taskId) => this.locateTask(session, taskId, capabilities)),
       async (task) => {
-        task.stop = task.upstream.listen(taskPeer(task, this.gateway, session, feed));
+        task.stop = task.upstream.listen(taskPeer(task, this.gateway, session, stream.feed));
         await task.upstream.subscribeTask(task.uri, this.gateway.timeoutMs).catch((error: unknown) => {
           task.stop?.();
           throw error;
@@ -117,12 +127,28 @@ export class SessionSubscriptions {
     );
     res.on("close", () => {
       for (const subscribed of [resources, tasks]) void subscribed.then(({ release }) => release());
-      if (--opened.streams > 0) return;
+      opened.streams.delete(stream);
+      if (opened.streams.size > 0) return;
       opened.close();
       if (this.hubs.get(session.id) === opened) this.hubs.delete(session.id);
     });
     const [, followed] = await Promise.all([resources, tasks]);
-    await opened.serve(req, res, { taskIds: followed.located.map((task) => task.taskId), feed });
+    stream.taskIds = followed.located.map((task) => task.taskId);
+    await opened.serve(req, res, stream);
+  }
+
+  /**
+   * The resource a listen request names by its session-wide `uri`, to subscribe upstream; null when no provider of
+   * the session owns it (the stream keeps it: nothing will be announced of it), or when its provider does not
+   * offer subscriptions (the stream drops it, and its acknowledgement leaves it out).
+   */
+  private async subscribable(session: GatewaySession, uri: string, stream: Stream) {
+    const target = await this.gateway.locateUri(session, uri);
+    const refusal = target && (await this.gateway.subscriptionRefusal(target, uri));
+    if (!refusal) return target;
+    stream.resources.delete(uri);
+    this.onerror(refusal);
+    return null;
   }
 
   /**
@@ -147,20 +173,26 @@ export class SessionSubscriptions {
     const bus = new InMemoryServerEventBus(this.onerror);
     const handler = createMcpHandler(this.factory, { bus, legacy: "reject", onerror: this.onerror });
     const node = toNodeHandler(handler);
+    const streams = new Set<Stream>();
     /**
-     * A stream that follows tasks is served by the SDK with its task part added. The SDK ends at once a stream whose
-     * filter it honours nothing of: a stream of tasks only asks it for tool list changes as well (the session always
-     * offers them), which are then left out of the stream and of its acknowledgement.
+     * A stream is served by the SDK with the gateway's part (resources, tasks) taken out of its filter and added to
+     * the stream. The SDK ends at once a stream whose filter it honours nothing of: a stream of only resources or
+     * tasks asks it for tool list changes as well (the session always offers them), which are then left out of the
+     * stream and of its acknowledgement. A stream left with nothing to follow is the SDK's to end.
      */
-    const withTasks = (req: Request, res: Response, tasks: FollowedTasks) => {
+    const serve = (req: Request, res: Response, stream: Stream) => {
       const filter = filterOf(req.body) ?? {};
-      const carrier = !CORE_FILTER.some((member) => filter[member] === true || strings(filter[member]).length > 0);
-      const fetch: typeof handler.fetch = async (request, options) =>
-        withTaskNotifications(await handler.fetch(request, options), tasks, carrier);
+      // (A malformed member stays, for the SDK to refuse the request.)
+      const { resourceSubscriptions, ...others } = filter;
+      const listChanges = Array.isArray(resourceSubscriptions) ? others : filter;
+      const ours = stream.resources.size > 0 || stream.taskIds.length > 0;
+      const carrier = ours && !LIST_CHANGE_FILTER.some((member) => listChanges[member] === true);
       const params = (req.body as { params: Params }).params;
-      const body = carrier
-        ? { ...req.body, params: { ...params, notifications: { ...filter, toolsListChanged: true } } }
-        : req.body;
+      const notifications = carrier ? { ...listChanges, toolsListChanged: true } : listChanges;
+      const body = { ...req.body, params: { ...params, notifications } };
+      if (!ours) return node(req, res, body);
+      const fetch: typeof handler.fetch = async (request, options) =>
+        withOwnNotifications(await handler.fetch(request, options), stream, carrier);
       return toNodeHandler({ fetch })(req, res, body);
     };
     // The session's own changes, as its upstreams' list changes are.
@@ -175,15 +207,15 @@ export class SessionSubscriptions {
         .upstreamFor(session.instanceId, provider)
         .then(async (upstream) => {
           if (closed) return;
-          stops.push(upstream.listen(this.publisher(session, provider, bus)));
+          stops.push(upstream.listen(this.publisher(session, provider, bus, streams)));
           // Connected, so the upstream's own stream is open: a 2025 server's GET stream, a modern one's listen.
           await upstream.describe(this.gateway.timeoutMs);
         })
         .catch((error: unknown) => this.onerror(error instanceof Error ? error : new Error(String(error))));
     }
     return {
-      serve: (req, res, tasks) => (tasks.taskIds.length > 0 ? withTasks(req, res, tasks) : node(req, res, req.body)),
-      streams: 0,
+      serve,
+      streams,
       close: () => {
         closed = true;
         for (const stop of stops) stop();
@@ -192,8 +224,16 @@ export class SessionSubscriptions {
     };
   }
 
-  /** What an upstream announces outside any request, as the session's change events. */
-  private publisher(session: GatewaySession, provider: GatewaySessionProvider, bus: InMemoryServerEventBus) {
+  /**
+   * What an upstream announces outside any request: list changes as the session's change events, a resource's
+   * update (its URI made session-wide) to each stream that follows it.
+   */
+  private publisher(
+    session: GatewaySession,
+    provider: GatewaySessionProvider,
+    bus: InMemoryServerEventBus,
+    streams: Set<Stream>,
+  ) {
     return {
       notify: (notification: Notification) => {
         const params = notification.params as Record<string, unknown> | undefined;
@@ -202,7 +242,10 @@ export class SessionSubscriptions {
           bus.publish({ kind } as ServerEvent);
         } else if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
           const uri = this.gateway.namespaces(session).uri(provider.sessionProviderId, params.uri);
-          bus.publish({ kind: "resource_updated", uri, params: { ...params, uri } });
+          for (const stream of streams) {
+            if (![...stream.resources].some((subscribed) => reachesSubscription(uri, subscribed))) continue;
+            stream.feed.push({ ...notification, params: { ...params, uri } });
+          }
         }
       },
       request: noClient,
@@ -251,8 +294,8 @@ export class SessionSubscriptions {
   }
 }
 
-/** The members of the core filter (MCP 2026-07-28 SubscriptionFilter), each of which the session offers. */
-const CORE_FILTER = ["toolsListChanged", "promptsListChanged", "resourcesListChanged", "resourceSubscriptions"];
+/** The members of the core filter (MCP 2026-07-28 SubscriptionFilter) the SDK serves: list changes. */
+const LIST_CHANGE_FILTER = ["toolsListChanged", "promptsListChanged", "resourcesListChanged"];
 
 /** A listen request's filter (`params.notifications`; the SDK validates its core members). */
 function filterOf(body: unknown): Params | undefined {
@@ -271,7 +314,7 @@ const noClient = async (request: { method: string }): Promise<never> => {
 };
 
 /** Hears an upstream's `notifications/tasks` of one followed task, for one stream, with the session's task id. */
-function taskPeer(task: FollowedTask, gateway: Gateway, session: GatewaySession, feed: TaskFeed): UpstreamCaller {
+function taskPeer(task: FollowedTask, gateway: Gateway, session: GatewaySession, feed: StreamFeed): UpstreamCaller {
   const providerId = task.provider.sessionProviderId;
   return {
     notify: (notification) => {
@@ -286,10 +329,10 @@ function taskPeer(task: FollowedTask, gateway: Gateway, session: GatewaySession,
 }
 
 /**
- * The task notifications of one stream: held until the stream has written its acknowledgement (what the upstream
- * announced meanwhile included), then written as they come.
+ * What the gateway writes to one stream (resource updates, task notifications): held until the stream has written
+ * its acknowledgement (what the upstreams announced meanwhile included), then written as they come.
  */
-class TaskFeed {
+class StreamFeed {
   private sink: ((notification: Notification) => void) | null = null;
   private readonly early: Notification[] = [];
 
@@ -305,19 +348,20 @@ class TaskFeed {
 }
 
 /**
- * The SDK's listen stream (server-sent events) with the Tasks extension's part: its acknowledgement names the tasks
- * the gateway agreed to send notifications for (tasks.md: `notifications.taskIds`), and after it each
- * `notifications/tasks` of those tasks is written, stamped with the stream's subscription id as the SDK stamps its
- * own. `carrier`: the tool list changes were asked for the SDK's sake only (see SessionSubscriptions.open).
+ * The SDK's listen stream (server-sent events) with the gateway's part: its acknowledgement names the resources and
+ * the tasks the gateway agreed to send notifications for (`notifications.resourceSubscriptions`, and tasks.md's
+ * `notifications.taskIds`), and after it each notification of the stream's feed is written, stamped with the
+ * stream's subscription id as the SDK stamps its own. `carrier`: the tool list changes were asked for the SDK's
+ * sake only (see SessionSubscriptions.open).
  */
-function withTaskNotifications(response: globalThis.Response, tasks: FollowedTasks, carrier: boolean) {
+function withOwnNotifications(response: globalThis.Response, own: Stream, carrier: boolean) {
   if (!response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) return response;
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
   const event = (message: Params) => encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
   let pending = "";
   const frames = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, stream) {
+    transform(chunk, sse) {
       pending += decoder.decode(chunk, { stream: true });
       for (let end = pending.indexOf("\n\n"); end >= 0; end = pending.indexOf("\n\n")) {
         const frame = pending.slice(0, end + 2);
@@ -325,18 +369,22 @@ function withTaskNotifications(response: globalThis.Response, tasks: FollowedTas
         const message = messageOf(frame);
         if (carrier && message?.method === "notifications/tools/list_changed") continue;
         if (message?.method !== "notifications/subscriptions/acknowledged") {
-          stream.enqueue(encoder.encode(frame));
+          sse.enqueue(encoder.encode(frame));
           continue;
         }
         const params = message.params as { notifications: Params; _meta?: Params };
         const { toolsListChanged: _carried, ...rest } = params.notifications;
-        const notifications = { ...(carrier ? rest : params.notifications), taskIds: tasks.taskIds };
-        stream.enqueue(event({ ...message, params: { ...params, notifications } }));
+        const notifications = {
+          ...(carrier ? rest : params.notifications),
+          ...(own.resources.size > 0 ? { resourceSubscriptions: [...own.resources] } : {}),
+          ...(own.taskIds.length > 0 ? { taskIds: own.taskIds } : {}),
+        };
+        sse.enqueue(event({ ...message, params: { ...params, notifications } }));
         const stamp = { [SUBSCRIPTION_ID_META_KEY]: params._meta?.[SUBSCRIPTION_ID_META_KEY] };
-        tasks.feed.drain((notification) => {
+        own.feed.drain((notification) => {
           const meta = { ...(notification.params?._meta as Params | undefined), ...stamp };
           try {
-            stream.enqueue(event({ jsonrpc: "2.0", ...notification, params: { ...notification.params, _meta: meta } }));
+            sse.enqueue(event({ jsonrpc: "2.0", ...notification, params: { ...notification.params, _meta: meta } }));
           } catch {
             // The stream has ended; its subscriptions are being released.
           }

@@ -49,7 +49,7 @@ import {
   taskSeenOf,
 } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
-import type { Namespaces } from "./keys.ts";
+import { type Namespaces, reachesSubscription } from "./keys.ts";
 import { asLogLevel } from "./log-levels.ts";
 import { withoutMetaKey } from "./meta.ts";
 import { answeredRound, roundState } from "./rounds.ts";
@@ -297,7 +297,7 @@ export async function sessionMcpServer(
     if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
       const uri = gateway.namespaces(await session()).uri(provider.sessionProviderId, params.uri);
       // The upstream connection may be shared with clients that subscribed to other resources.
-      if (!subscriptions.has(uri)) return;
+      if (![...subscriptions.keys()].some((subscribed) => reachesSubscription(uri, subscribed))) return;
       await server.notification({ ...notification, params: { ...params, uri } });
     } else {
       await server.notification(await exposeNotification(notification, provider));

@@ -1,8 +1,9 @@
 /**
  * What a session declares it can do, and what it does for a provider that cannot: capabilities at initialize (2025)
- * and server/discover (2026-07-28) made of its providers', and completion/complete and resource subscriptions kept
- * from providers without them. Upstreams are SDK servers of both eras offering what each test needs
- * (upstream-resources.ts); clients are the official SDKs (v1 for 2025, v2 pinned to 2026-07-28).
+ * and server/discover (2026-07-28) made of its providers', completion/complete and resource subscriptions kept from
+ * providers without them, and updates of a subscribed resource's sub-resources. Upstreams are SDK servers of both
+ * eras offering what each test needs (upstream-resources.ts); clients are the official SDKs (v1 for 2025, v2 pinned
+ * to 2026-07-28).
  */
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -193,10 +194,63 @@ describe("requests for a provider without the capability", () => {
     await client.subscribeResource({ uri: `files+${PROJECT_URI}` });
   });
 
+  it("leaves a provider without subscriptions out of a 2026-07-28 listen stream's acknowledgement", async () => {
+    const client = await modernClient(all);
+    const subscription = await client.listen({
+      resourceSubscriptions: [`bare+${PROJECT_URI}`, `rich+${PROJECT_URI}`, `plain+${PROJECT_URI}`],
+    });
+    expect(subscription.honoredFilter).toEqual({ resourceSubscriptions: [`rich+${PROJECT_URI}`] });
+    await subscription.close();
+    // Nothing of the filter can be honoured: the stream is acknowledged empty and ends.
+    const nothing = await client.listen({ resourceSubscriptions: [`bare+${PROJECT_URI}`] });
+    expect(nothing.honoredFilter).toEqual({});
+    await nothing.close();
+    expect(bare.methods).not.toContain("subscriptions/listen");
+    expect(plain.methods).not.toContain("resources/subscribe");
+  });
+
   it("skips upstreams without logging when a 2025 client sets its level", async () => {
     const client = await legacyClient(all);
     await client.setLoggingLevel("info");
     expect(files.methods).toContain("logging/setLevel");
     expect(plain.methods).not.toContain("logging/setLevel");
+  });
+});
+
+describe("updates of sub-resources", () => {
+  const subscribed = `files+${PROJECT_URI}`;
+  /** Announces an update of a URI that only shares the subscribed one's prefix, then of each sub-resource. */
+  const announce = async () => {
+    await files.update(`${PROJECT_URI}2`);
+    await files.update(`${PROJECT_URI}/src/a.ts`);
+    await files.update(`${PROJECT_URI}#readme`);
+  };
+  const expected = [`${subscribed}/src/a.ts`, `${subscribed}#readme`];
+
+  it("relays a 2025 client the updates of a subscribed resource's sub-resources, not of its namesakes", async () => {
+    const client = await legacyClient(all);
+    const heard: string[] = [];
+    client.fallbackNotificationHandler = async (notification) => {
+      if (notification.method === "notifications/resources/updated") heard.push(String(notification.params?.uri));
+    };
+    await client.subscribeResource({ uri: subscribed });
+    await announce();
+    // Relayed in the order announced: the namesake, announced first, would be heard first.
+    await expect.poll(() => heard.length).toBe(2);
+    expect(heard).toEqual(expected);
+  });
+
+  it("relays them on a 2026-07-28 client's listen stream, not its namesakes", async () => {
+    const client = await modernClient(all);
+    const heard: string[] = [];
+    client.setNotificationHandler("notifications/resources/updated", async (notification) => {
+      heard.push(notification.params.uri);
+    });
+    const subscription = await client.listen({ resourceSubscriptions: [subscribed] });
+    expect(subscription.honoredFilter).toEqual({ resourceSubscriptions: [subscribed] });
+    await announce();
+    await expect.poll(() => heard.length).toBe(2);
+    expect(heard).toEqual(expected);
+    await subscription.close();
   });
 });
