@@ -6,11 +6,13 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type EventStore, StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
   CallToolRequestSchema,
+  type CallToolResult,
   CompleteRequestSchema,
   CreateMessageResultSchema,
   ElicitResultSchema,
   ErrorCode,
   GetPromptRequestSchema,
+  type GetPromptResult,
   isInitializeRequest,
   type JSONRPCMessage,
   ListPromptsRequestSchema,
@@ -19,6 +21,7 @@ import {
   ListToolsRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  type ReadResourceResult,
   SetLevelRequestSchema,
   SubscribeRequestSchema,
   type Tool,
@@ -26,11 +29,12 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 
 /**
- * The upstream the MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16, `server --suite all`) is run
- * against, directly and through a session. The suite's reference server (its examples/servers/typescript/
- * everything-server.ts) is not in its npm package, so this is that server rewritten on the SDK v1's low-level
- * `Server` (the scenarios are 2025-06-18/2025-11-25 ones: `initialize`, `Mcp-Session-Id`, SSE resumability):
- * every tool, resource and prompt the scenarios call, with the contents their checks look for.
+ * The upstream the MCP conformance suite's 2025-11-25 run (`@modelcontextprotocol/conformance`,
+ * `server --requirements 2025-11-25`) is run against, directly and through a session. The suite's reference server
+ * (its examples/servers/typescript/everything-server.ts) is not in its npm package, so this is that server rewritten
+ * on the SDK v1's low-level `Server` (the scenarios are 2025 ones: `initialize`, `Mcp-Session-Id`, SSE resumability):
+ * every tool, resource and prompt the scenarios call, with the contents their checks look for. The tools, resources
+ * and prompts the 2026-07-28 run calls too are exported for its fixture (conformance-upstream-2026.ts).
  */
 export interface ConformanceUpstream {
   /** The Streamable HTTP endpoint on 127.0.0.1 (DNS rebinding protection on, as the suite requires). */
@@ -51,15 +55,53 @@ const stringArg = (name: string, description: string) => ({
   required: [name],
 });
 
-const tools: Tool[] = [
+/**
+ * The tools both eras' fixtures offer with the same answers (see {@link contentResult}): the suite's tools-call-*
+ * and json-schema-2020-12 scenarios call them at every revision.
+ */
+export const contentTools = [
   { name: "test_simple_text", description: "Tests simple text content response", inputSchema: noArgs },
   { name: "test_image_content", description: "Tests image content response", inputSchema: noArgs },
   { name: "test_audio_content", description: "Tests audio content response", inputSchema: noArgs },
   { name: "test_embedded_resource", description: "Tests embedded resource content response", inputSchema: noArgs },
   { name: "test_multiple_content_types", description: "Tests text, image and resource content", inputSchema: noArgs },
-  { name: "test_tool_with_logging", description: "Emits log messages during execution", inputSchema: noArgs },
   { name: "test_tool_with_progress", description: "Reports progress notifications", inputSchema: noArgs },
   { name: "test_error_handling", description: "Tests error response handling", inputSchema: noArgs },
+  {
+    name: "json_schema_2020_12_tool",
+    description: "Tool with JSON Schema 2020-12 features (SEP-1613)",
+    // The suite checks that these 2020-12 keywords reach the client unchanged: $schema, $defs and
+    // additionalProperties (SEP-1613), composition, conditionals and $anchor (SEP-2106, checked from 0.2).
+    inputSchema: {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      $defs: {
+        address: {
+          $anchor: "addressDef",
+          type: "object",
+          properties: { street: { type: "string" }, city: { type: "string" } },
+        },
+      },
+      properties: {
+        name: { type: "string" },
+        address: { $ref: "#/$defs/address" },
+        contactMethod: { type: "string", enum: ["phone", "email"] },
+        phone: { type: "string" },
+        email: { type: "string" },
+      },
+      allOf: [{ anyOf: [{ required: ["phone"] }, { required: ["email"] }] }],
+      if: { properties: { contactMethod: { const: "phone" } }, required: ["contactMethod"] },
+      // biome-ignore lint/suspicious/noThenProperty: the JSON Schema keyword, in a schema nothing awaits.
+      then: { required: ["phone"] },
+      else: { required: ["email"] },
+      additionalProperties: false,
+    },
+  },
+] satisfies Tool[];
+
+const tools: Tool[] = [
+  ...contentTools,
+  { name: "test_tool_with_logging", description: "Emits log messages during execution", inputSchema: noArgs },
   { name: "test_reconnection", description: "Closes its SSE stream mid-call (SEP-1699)", inputSchema: noArgs },
   {
     name: "test_sampling",
@@ -81,19 +123,73 @@ const tools: Tool[] = [
     description: "Elicitation with enum variants (SEP-1330)",
     inputSchema: noArgs,
   },
-  {
-    name: "json_schema_2020_12_tool",
-    description: "Tool with JSON Schema 2020-12 features (SEP-1613)",
-    // The suite checks that $schema, $defs and additionalProperties reach the client unchanged.
-    inputSchema: {
-      $schema: "https://json-schema.org/draft/2020-12/schema",
-      type: "object",
-      $defs: { address: { type: "object", properties: { street: { type: "string" }, city: { type: "string" } } } },
-      properties: { name: { type: "string" }, address: { $ref: "#/$defs/address" } },
-      additionalProperties: false,
-    },
-  },
 ];
+
+/**
+ * The answer of a {@link contentTools} tool other than test_tool_with_progress (whose notifications each era sends
+ * its own way), or undefined for any other name.
+ */
+export function contentResult(name: string, args: Record<string, unknown>): CallToolResult | undefined {
+  switch (name) {
+    case "test_simple_text":
+      return { content: [text("This is a simple text response for testing.")] };
+    case "test_image_content":
+      return { content: [{ type: "image", data: IMAGE, mimeType: "image/png" }] };
+    case "test_audio_content":
+      return { content: [{ type: "audio", data: AUDIO, mimeType: "audio/wav" }] };
+    case "test_embedded_resource":
+      return {
+        content: [
+          {
+            type: "resource",
+            resource: {
+              uri: "test://embedded-resource",
+              mimeType: "text/plain",
+              text: "This is an embedded resource content.",
+            },
+          },
+        ],
+      };
+    case "test_multiple_content_types":
+      return {
+        content: [
+          text("Multiple content types test:"),
+          { type: "image", data: IMAGE, mimeType: "image/png" },
+          {
+            type: "resource",
+            resource: {
+              uri: "test://mixed-content-resource",
+              mimeType: "application/json",
+              text: JSON.stringify({ test: "data", value: 123 }),
+            },
+          },
+        ],
+      };
+    case "test_error_handling":
+      return { isError: true, content: [text("This tool intentionally returns an error for testing")] };
+    case "json_schema_2020_12_tool":
+      return { content: [text(`JSON Schema 2020-12 tool called with: ${JSON.stringify(args)}`)] };
+    default:
+      return undefined;
+  }
+}
+
+/** test_tool_with_progress: three progress notifications 50 ms apart, then the token it reported against. */
+export async function reportProgress(
+  progressToken: string | number,
+  notify: (params: {
+    progressToken: string | number;
+    progress: number;
+    total: number;
+    message: string;
+  }) => Promise<void>,
+): Promise<CallToolResult> {
+  for (const progress of [0, 50, 100]) {
+    if (progress > 0) await sleep(50);
+    await notify({ progressToken, progress, total: 100, message: `Completed step ${progress} of 100` });
+  }
+  return { content: [text(String(progressToken))] };
+}
 
 const elicitations: Record<string, { message: string; requestedSchema: Record<string, unknown> }> = {
   test_elicitation_sep1034_defaults: {
@@ -172,8 +268,29 @@ const staticResources = {
   "test://watched-resource": { name: "watched-resource", mimeType: "text/plain", text: "Watched resource content" },
 } as const;
 const TEMPLATE = /^test:\/\/template\/([^/]+)\/data$/;
+export const resources = Object.entries(staticResources).map(([uri, r]) => ({
+  uri,
+  name: r.name,
+  mimeType: r.mimeType,
+}));
+export const resourceTemplates = [
+  { uriTemplate: "test://template/{id}/data", name: "template", mimeType: "application/json" },
+];
 
-const prompts = [
+/** The contents of a resource (static or of the template), or undefined for a URI that names none. */
+export function readResource(uri: string): ReadResourceResult | undefined {
+  const id = TEMPLATE.exec(uri)?.[1];
+  if (id !== undefined) {
+    const data = { id, templateTest: true, data: `Data for ID: ${id}` };
+    return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(data) }] };
+  }
+  const resource = staticResources[uri as keyof typeof staticResources];
+  if (!resource) return undefined;
+  const { name: _name, ...content } = resource;
+  return { contents: [{ uri, ...content }] };
+}
+
+export const prompts = [
   { name: "test_simple_prompt", description: "A simple prompt without arguments" },
   {
     name: "test_prompt_with_arguments",
@@ -190,6 +307,44 @@ const prompts = [
   },
   { name: "test_prompt_with_image", description: "A prompt that includes image content" },
 ];
+
+/** The messages of a prompt, or undefined for a name that names none. */
+export function promptResult(name: string, args: Record<string, string>): GetPromptResult | undefined {
+  switch (name) {
+    case "test_simple_prompt":
+      return { messages: [{ role: "user", content: text("This is a simple prompt for testing.") }] };
+    case "test_prompt_with_arguments":
+      return {
+        messages: [{ role: "user", content: text(`Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'`) }],
+      };
+    case "test_prompt_with_embedded_resource":
+      return {
+        messages: [
+          {
+            role: "user",
+            content: {
+              type: "resource",
+              resource: {
+                uri: args.resourceUri ?? "",
+                mimeType: "text/plain",
+                text: "Embedded resource content for testing.",
+              },
+            },
+          },
+          { role: "user", content: text("Please process the embedded resource above.") },
+        ],
+      };
+    case "test_prompt_with_image":
+      return {
+        messages: [
+          { role: "user", content: { type: "image", data: IMAGE, mimeType: "image/png" } },
+          { role: "user", content: text("Please analyze the image above.") },
+        ],
+      };
+    default:
+      return undefined;
+  }
+}
 
 /** Events by stream, for SEP-1699 resumption: a client that lost a stream replays it with Last-Event-ID. */
 function memoryEventStore(): EventStore {
@@ -232,40 +387,6 @@ function mcpServer(transport: () => StreamableHTTPServerTransport | undefined): 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     switch (request.params.name) {
-      case "test_simple_text":
-        return { content: [text("This is a simple text response for testing.")] };
-      case "test_image_content":
-        return { content: [{ type: "image", data: IMAGE, mimeType: "image/png" }] };
-      case "test_audio_content":
-        return { content: [{ type: "audio", data: AUDIO, mimeType: "audio/wav" }] };
-      case "test_embedded_resource":
-        return {
-          content: [
-            {
-              type: "resource",
-              resource: {
-                uri: "test://embedded-resource",
-                mimeType: "text/plain",
-                text: "This is an embedded resource content.",
-              },
-            },
-          ],
-        };
-      case "test_multiple_content_types":
-        return {
-          content: [
-            text("Multiple content types test:"),
-            { type: "image", data: IMAGE, mimeType: "image/png" },
-            {
-              type: "resource",
-              resource: {
-                uri: "test://mixed-content-resource",
-                mimeType: "application/json",
-                text: JSON.stringify({ test: "data", value: 123 }),
-              },
-            },
-          ],
-        };
       case "test_tool_with_logging":
         for (const [i, data] of [
           "Tool execution started",
@@ -276,19 +397,10 @@ function mcpServer(transport: () => StreamableHTTPServerTransport | undefined): 
           await extra.sendNotification({ method: "notifications/message", params: { level: "info", data } });
         }
         return { content: [text("Tool with logging executed successfully")] };
-      case "test_tool_with_progress": {
-        const progressToken = extra._meta?.progressToken ?? 0;
-        for (const progress of [0, 50, 100]) {
-          if (progress > 0) await sleep(50);
-          await extra.sendNotification({
-            method: "notifications/progress",
-            params: { progressToken, progress, total: 100, message: `Completed step ${progress} of 100` },
-          });
-        }
-        return { content: [text(String(progressToken))] };
-      }
-      case "test_error_handling":
-        return { isError: true, content: [text("This tool intentionally returns an error for testing")] };
+      case "test_tool_with_progress":
+        return reportProgress(extra._meta?.progressToken ?? 0, (params) =>
+          extra.sendNotification({ method: "notifications/progress", params }),
+        );
       case "test_reconnection":
         // Closes the call's SSE stream: the client must reconnect with Last-Event-ID to get the result.
         transport()?.closeSSEStream(extra.requestId);
@@ -321,30 +433,20 @@ function mcpServer(transport: () => StreamableHTTPServerTransport | undefined): 
           content: [text(`User response: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`)],
         };
       }
-      case "json_schema_2020_12_tool":
-        return { content: [text(`JSON Schema 2020-12 tool called with: ${JSON.stringify(args)}`)] };
-      default:
-        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+      default: {
+        const result = contentResult(request.params.name, args);
+        if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+        return result;
+      }
     }
   });
 
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: Object.entries(staticResources).map(([uri, r]) => ({ uri, name: r.name, mimeType: r.mimeType })),
-  }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
-    resourceTemplates: [{ uriTemplate: "test://template/{id}/data", name: "template", mimeType: "application/json" }],
-  }));
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates }));
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-    const { uri } = request.params;
-    const id = TEMPLATE.exec(uri)?.[1];
-    if (id !== undefined) {
-      const data = { id, templateTest: true, data: `Data for ID: ${id}` };
-      return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(data) }] };
-    }
-    const resource = staticResources[uri as keyof typeof staticResources];
-    if (!resource) throw new McpError(ErrorCode.InvalidParams, `Resource not found: ${uri}`);
-    const { name: _name, ...content } = resource;
-    return { contents: [{ uri, ...content }] };
+    const result = readResource(request.params.uri);
+    if (!result) throw new McpError(ErrorCode.InvalidParams, `Resource not found: ${request.params.uri}`);
+    return result;
   });
   server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     log(`Subscribed to resource: ${request.params.uri}`);
@@ -357,43 +459,9 @@ function mcpServer(transport: () => StreamableHTTPServerTransport | undefined): 
 
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts }));
   server.setRequestHandler(GetPromptRequestSchema, async (request) => {
-    const args = request.params.arguments ?? {};
-    switch (request.params.name) {
-      case "test_simple_prompt":
-        return { messages: [{ role: "user", content: text("This is a simple prompt for testing.") }] };
-      case "test_prompt_with_arguments":
-        return {
-          messages: [
-            { role: "user", content: text(`Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'`) },
-          ],
-        };
-      case "test_prompt_with_embedded_resource":
-        return {
-          messages: [
-            {
-              role: "user",
-              content: {
-                type: "resource",
-                resource: {
-                  uri: args.resourceUri ?? "",
-                  mimeType: "text/plain",
-                  text: "Embedded resource content for testing.",
-                },
-              },
-            },
-            { role: "user", content: text("Please process the embedded resource above.") },
-          ],
-        };
-      case "test_prompt_with_image":
-        return {
-          messages: [
-            { role: "user", content: { type: "image", data: IMAGE, mimeType: "image/png" } },
-            { role: "user", content: text("Please analyze the image above.") },
-          ],
-        };
-      default:
-        throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`);
-    }
+    const result = promptResult(request.params.name, request.params.arguments ?? {});
+    if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`);
+    return result;
   });
 
   server.setRequestHandler(SetLevelRequestSchema, async (request) => {
@@ -428,9 +496,7 @@ export async function startConformanceUpstream(): Promise<ConformanceUpstream> {
       const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         eventStore: memoryEventStore(),
-        // SEP-1699 resumability (priming event, `retry`, Last-Event-ID replay). SDK 1.32 primes streams only for
-        // clients of 2025-11-25 or later, and 0.1.16's server-sse-polling declares 2025-03-26 on its raw POST: that
-        // scenario ends with 0 checks and 2 SHOULD warnings here, as against the gateway (the SDK's rule, not ours).
+        // SEP-1699 resumability (priming event, `retry`, Last-Event-ID replay; the server-sse-polling scenario).
         retryInterval: 500,
         onsessioninitialized: (id) => void transports.set(id, created),
       });
