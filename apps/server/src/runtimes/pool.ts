@@ -490,6 +490,8 @@ export class Upstream {
             ...(options.onprogress ? { onprogress: options.onprogress } : {}),
           });
         } catch (error) {
+          const answered = rpcErrorOf(error);
+          if (answered) throw answered;
           if (lostConnection(error)) void this.close();
           if (attempt > 0 || !lostSession(error)) throw error;
         }
@@ -669,6 +671,29 @@ function withoutSubscriptionId(notification: Notification): Notification {
   const { [SUBSCRIPTION_ID_META_KEY]: _gateways, ...kept } = meta;
   const { _meta: _dropped, ...params } = notification.params ?? {};
   return { ...notification, params: Object.keys(kept).length > 0 ? { ...params, _meta: kept } : params };
+}
+
+/**
+ * The JSON-RPC error a 2026-07-28 upstream answered with a non-2xx status (404 for MethodNotFound, say), which the
+ * SDK client reads as the answer only on a 400 and otherwise throws as an HTTP failure: it is the upstream's answer,
+ * not a lost session, so it goes to the client as the upstream gave it. Only an error that answers a request (its
+ * `id` is the request's, never null) counts: a 2025 server's "session not found" 404 has `id: null`, and is a lost
+ * session.
+ */
+function rpcErrorOf(error: unknown): ProtocolError | undefined {
+  if (!(error instanceof SdkHttpError) || typeof error.data.text !== "string") return undefined;
+  try {
+    const body = JSON.parse(error.data.text) as {
+      jsonrpc?: unknown;
+      id?: unknown;
+      error?: { code?: unknown; message?: unknown; data?: unknown };
+    };
+    const rpc = body.jsonrpc === "2.0" && body.id !== null && body.id !== undefined ? body.error : undefined;
+    if (!rpc || !Number.isSafeInteger(rpc.code) || typeof rpc.message !== "string") return undefined;
+    return new ProtocolError(rpc.code as number, rpc.message, rpc.data);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The upstream answered 404 or 400 to a request on its session: it restarted or expired our session. */
