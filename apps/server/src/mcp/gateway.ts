@@ -1025,10 +1025,15 @@ function withAppUri(tool: Item, expose: (uri: string) => string): Item {
   return { ...tool, _meta: exposed };
 }
 
-/** `tool_filters.tool_keys`: a tool is exposed when its key or its upstream name is listed (or no filter is set). */
+/**
+ * `tool_filters.tool_keys`: a tool is exposed when its key, its upstream name or the key it had before keys changed
+ * (see Namespaces.formerKey: filters already stored keep their tools) is listed, or when no filter is set.
+ */
 function allowedTool(provider: GatewaySessionProvider, names: Namespaces, name: string): boolean {
   const allowed = provider.toolKeys;
-  return !allowed || allowed.includes(names.key(provider.sessionProviderId, name)) || allowed.includes(name);
+  if (!allowed) return true;
+  const id = provider.sessionProviderId;
+  return allowed.includes(names.key(id, name)) || allowed.includes(name) || allowed.includes(names.formerKey(id, name));
 }
 
 /**

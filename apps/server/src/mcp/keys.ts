@@ -3,14 +3,26 @@ import { createHash } from "node:crypto";
 export const MAX_KEY_LENGTH = 60;
 /** The scheme of MCP Apps UI resources (SEP-1865). */
 const APP_SCHEME = "ui://";
+/** The characters MCP (2025-11-25, server/tools) allows in a tool name. */
+const MCP_NAME = /^[A-Za-z0-9_.-]+$/;
 
-const sanitize = (s: string) => s.replace(/[^a-zA-Z0-9_-]/g, "_");
+const sanitize = (s: string) => s.replace(/[^a-zA-Z0-9_.-]/g, "_");
 const shortHash = (s: string, length = 8) => createHash("sha256").update(s).digest("hex").slice(0, length);
 
 /** Keeps a key within 60 characters: a longer one keeps its head and ends with a hash of the whole. */
-function withinLimit(key: string, limit = MAX_KEY_LENGTH): string {
+function withinLimit(key: string, limit: number): string {
   if (key.length <= limit) return key;
   return `${key.slice(0, limit - 9)}_${shortHash(key)}`;
+}
+
+/**
+ * An upstream's name as the part of a key after the prefix: the name itself when MCP allows it and it fits in a
+ * key; else made safe, cut to fit, and ended with a hash of the name as it was, so that two names of one provider
+ * never share a key (`a.b` stays, `a/b` is `a_b_<hash>`; two long names with the same head end differently).
+ */
+function ownPart(name: string): string {
+  if (MCP_NAME.test(name) && name.length <= MAX_KEY_LENGTH) return name;
+  return `${sanitize(name).slice(0, MAX_KEY_LENGTH - 9)}_${shortHash(name)}`;
 }
 
 export interface Namespaced {
@@ -22,9 +34,12 @@ export interface Namespaced {
 /**
  * How a session's keys and URIs say which provider they belong to. Derived from the session's configured providers
  * alone (never from which upstreams answer right now), so a key stays the same while upstreams come and go:
- * - a session with one provider is transparent: tool and prompt keys are the upstream's names (made safe), resource
- *   URIs are the upstream's own;
- * - with several, every key is `<slug>_<name>` and every URI `<slug>+<uri>` (`ui://<slug>+<rest>` for an MCP
+ * - a session with one provider is transparent: tool and prompt keys are the upstream's names as it gives them (even
+ *   names MCP does not allow, or longer than 60 characters: the client sees what it would see of the server itself),
+ *   resource URIs are the upstream's own;
+ * - with several, every key is `<slug>_<name>`: at most 60 characters, of the characters MCP allows in a tool name,
+ *   and one name's alone (a name changed to fit ends with a hash of itself, see ownPart), so two tools or prompts
+ *   of a provider never share one; every URI `<slug>+<uri>` (`ui://<slug>+<rest>` for an MCP
  *   Apps UI resource; reversible: the provider is found by its prefix, the upstream's URI is what follows). A slug
  *   used by two providers of the session (the same provider deployed twice) is numbered in the order of the session
  *   provider ids: `<slug>`, `<slug>2`, ….
@@ -46,17 +61,27 @@ export class Namespaces {
   }
 
   /**
-   * The session-wide key of a tool or prompt: at most 60 characters, and the upstream's own name is never cut
-   * for the prefix (a long slug gives way to a short hash of itself first).
+   * The session-wide key of a tool or prompt. With several providers: at most 60 characters, and the upstream's
+   * own name is never cut for the prefix (a long slug gives way to a short hash of itself first).
    */
   key(providerId: string, name: string): string {
-    const own = withinLimit(sanitize(name));
     const prefix = this.prefixes.get(providerId) ?? "";
-    if (!prefix) return own;
+    if (!prefix) return name;
+    const own = ownPart(name);
     if (prefix.length + 1 + own.length <= MAX_KEY_LENGTH) return `${prefix}_${own}`;
     const room = MAX_KEY_LENGTH - own.length - 1;
     if (room >= 8) return `${prefix.slice(0, room - 7)}~${shortHash(prefix, 6)}_${own}`;
     return `${shortHash(prefix, 6)}_${withinLimit(own, MAX_KEY_LENGTH - 7)}`;
+  }
+
+  /**
+   * The key a tool of a short name had before keys kept `.` and told apart names made alike (2026-11-25): every
+   * character outside `A-Z a-z 0-9 _ -` made `_`, even with one provider. A tool filter written then may name it.
+   */
+  formerKey(providerId: string, name: string): string {
+    const prefix = this.prefixes.get(providerId) ?? "";
+    const own = name.replace(/[^a-zA-Z0-9_-]/g, "_");
+    return prefix ? `${prefix}_${own}` : own;
   }
 
   /** The providers a key can belong to (by its prefix): the only upstreams worth asking about it. */

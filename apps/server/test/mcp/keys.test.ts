@@ -8,9 +8,13 @@ const two = new Namespaces([
 ]);
 
 describe("session-wide keys", () => {
-  it("leave a one-provider session transparent: names made safe, URIs as the upstream gave them", () => {
+  it("leave a one-provider session transparent: names and URIs as the upstream gave them", () => {
     expect(one.key("spv_1", "create_issue")).toBe("create_issue");
-    expect(one.key("spv_1", "files.read/all")).toBe("files_read_all");
+    expect(one.key("spv_1", "files.read")).toBe("files.read");
+    // Even what MCP does not allow, or longer than a key may be with several providers: as the server shows it.
+    expect(one.key("spv_1", "files.read/all")).toBe("files.read/all");
+    const long = "report.generate.quarterly.summary.with.every.department.and.region.included";
+    expect(one.key("spv_1", long)).toBe(long);
     expect(one.uri("spv_1", "file:///tmp/a")).toBe("file:///tmp/a");
     expect(one.resolveUri("file:///tmp/a")).toEqual({ providerId: "spv_1", uri: "file:///tmp/a" });
   });
@@ -61,9 +65,42 @@ describe("session-wide keys", () => {
     const name = "report.generate/quarterly.summary.with.every.department.and.region.included";
     const key = two.key("spv_1", name);
     expect(key.length).toBe(MAX_KEY_LENGTH);
-    expect(key).toMatch(/^[a-zA-Z0-9_~-]+$/);
-    expect(key).toContain("report_generate_quarterly");
+    expect(key).toMatch(/^[a-zA-Z0-9_.~-]+$/);
+    expect(key).toContain("report.generate_quarterly");
     expect(two.key("spv_1", `${name}.v2`)).not.toBe(key);
     expect(two.candidates(key)).toEqual(["spv_1"]);
+  });
+
+  it("keep a name MCP allows as it is, `.` included", () => {
+    expect(two.key("spv_1", "files.read")).toBe("github_files.read");
+    expect(two.key("spv_2", "get-issue_v2")).toBe("linear_get-issue_v2");
+  });
+
+  it("give two names of one provider two keys, however alike they are made, from the name alone", () => {
+    const names = ["a.b", "a/b", "a b", "a_b", "a:b"];
+    const keys = names.map((name) => two.key("spv_1", name));
+    expect(new Set(keys).size).toBe(names.length);
+    expect(keys[0]).toBe("github_a.b");
+    expect(keys[3]).toBe("github_a_b");
+    // A name changed to fit ends with a hash of the name as it was (the same in any session, whatever else it has).
+    expect(keys[1]).toMatch(/^github_a_b_[0-9a-f]{8}$/);
+    expect(
+      new Namespaces([
+        { id: "spv_9", slug: "github" },
+        { id: "spv_8", slug: "x" },
+      ]).key("spv_9", "a/b"),
+    ).toBe(keys[1]);
+    for (const key of keys) expect(key).toMatch(/^[A-Za-z0-9_.-]+$/);
+
+    const head = "x".repeat(MAX_KEY_LENGTH);
+    const long = [`${head}.first`, `${head}.second`, `${head}/first`];
+    const longKeys = long.map((name) => two.key("spv_1", name));
+    expect(new Set(longKeys).size).toBe(long.length);
+    for (const key of longKeys) expect(key.length).toBeLessThanOrEqual(MAX_KEY_LENGTH);
+  });
+
+  it("tell a tool filter the key a tool had before keys kept `.`", () => {
+    expect(one.formerKey("spv_1", "files.read")).toBe("files_read");
+    expect(two.formerKey("spv_2", "files.read")).toBe("linear_files_read");
   });
 });

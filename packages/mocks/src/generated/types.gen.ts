@@ -959,7 +959,7 @@ export type ToolCall = {
      */
     id: string;
     /**
-     * The session-wide key of the called tool, as listed by the session's `tools/list` (unique across the session's providers, at most 60 characters).
+     * The session-wide key of the called tool, as listed by the session's `tools/list`: in a session with one provider, the tool's own name; with several, unique across them (`<provider slug>_<name>`, at most 60 characters).
      */
     tool_key: string;
     /**
@@ -1069,7 +1069,7 @@ export type ToolCallCreate = {
  */
 export type ToolFilters = {
     /**
-     * Keys of the tools to expose.
+     * Keys of the tools to expose, as the session's `tools/list` lists them; a tool's own (upstream) name names it too.
      */
     tool_keys?: Array<string>;
 };
@@ -1866,7 +1866,7 @@ export type SessionProviderDeploymentPreview = {
 };
 
 /**
- * A session: one MCP endpoint (`connection_url`) that aggregates the tools of several provider deployments. Its `tools/list` merges the tools of every active provider of the session, each under a session-wide tool key (unique across the session's providers, at most 60 characters, derived deterministically from the tool's name, with collisions resolved predictably), restricted by each provider's `tool_filters`; `tools/call` routes a key to its provider's upstream MCP server and records the call as a `session.tool_call`.
+ * A session: one MCP endpoint (`connection_url`) that aggregates the tools of several provider deployments. Its `tools/list` merges the tools of every active provider of the session, each under a session-wide tool key (the tool's own name when the session has one provider; with several, unique across them, at most 60 characters, derived deterministically from the tool's name), restricted by each provider's `tool_filters`; `tools/call` routes a key to its provider's upstream MCP server and records the call as a `session.tool_call`.
  */
 export type Session = {
     /**

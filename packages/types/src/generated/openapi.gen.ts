@@ -3310,7 +3310,7 @@ export interface components {
              */
             id: string;
             /**
-             * @description The session-wide key of the called tool, as listed by the session's `tools/list` (unique across the session's providers, at most 60 characters).
+             * @description The session-wide key of the called tool, as listed by the session's `tools/list`: in a session with one provider, the tool's own name; with several, unique across them (`<provider slug>_<name>`, at most 60 characters).
              * @example echo
              */
             tool_key: string;
@@ -3435,7 +3435,7 @@ export interface components {
          *     }
          */
         ToolFilters: {
-            /** @description Keys of the tools to expose. */
+            /** @description Keys of the tools to expose, as the session's `tools/list` lists them; a tool's own (upstream) name names it too. */
             tool_keys?: string[];
         };
         /**
@@ -4766,7 +4766,7 @@ export interface components {
             provider_deployment_id: string;
         };
         /**
-         * @description A session: one MCP endpoint (`connection_url`) that aggregates the tools of several provider deployments. Its `tools/list` merges the tools of every active provider of the session, each under a session-wide tool key (unique across the session's providers, at most 60 characters, derived deterministically from the tool's name, with collisions resolved predictably), restricted by each provider's `tool_filters`; `tools/call` routes a key to its provider's upstream MCP server and records the call as a `session.tool_call`.
+         * @description A session: one MCP endpoint (`connection_url`) that aggregates the tools of several provider deployments. Its `tools/list` merges the tools of every active provider of the session, each under a session-wide tool key (the tool's own name when the session has one provider; with several, unique across them, at most 60 characters, derived deterministically from the tool's name), restricted by each provider's `tool_filters`; `tools/call` routes a key to its provider's upstream MCP server and records the call as a `session.tool_call`.
          * @example {
          *       "object": "session",
          *       "id": "ses_01jqz7m3c8v4r2k9x5n6t0w1ye",

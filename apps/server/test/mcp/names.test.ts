@@ -1,0 +1,133 @@
+/**
+ * Keys and URIs a client cannot tell from its servers' (see Namespaces): a one-provider session shows the upstream's
+ * names as they are, and with several providers two tools or prompts never share a key, whatever their names. Real
+ * upstreams (test/support/upstream-names.ts) and the official clients of both eras (SDK v1 for 2025, SDK v2 pinned to
+ * 2026-07-28).
+ */
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { StartedTestServer } from "../support/server.ts";
+import { startTestServer } from "../support/server.ts";
+import { ALIKE_NAMES, LONG_NAMES, type NamesUpstream, startNamesUpstream } from "../support/upstream-names.ts";
+import {
+  type CreatedSession,
+  createSession,
+  deploymentRef,
+  deployProvider,
+  endpointOf,
+  firstText,
+  remoteProvider,
+} from "./gateway-fixtures.ts";
+
+const TOOL_NAMES = ["files.read", ...ALIKE_NAMES, ...LONG_NAMES];
+const WHO = ["alpha", "beta"];
+
+let t: StartedTestServer;
+let upstreams: NamesUpstream[];
+let one: CreatedSession;
+let two: CreatedSession;
+let filtered: CreatedSession;
+const closers: (() => Promise<void>)[] = [];
+
+type AnyClient = Pick<Client, "listTools" | "callTool" | "listPrompts" | "getPrompt" | "complete">;
+const eras: [string, (session: CreatedSession) => Promise<AnyClient>][] = [
+  ["2025 (SDK v1)", legacyClient],
+  ["2026-07-28 (SDK v2)", modernClient],
+];
+
+async function legacyClient(session: CreatedSession): Promise<AnyClient> {
+  const client = new Client({ name: "names-legacy", version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(endpointOf(t, session), {
+      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+    }),
+  );
+  closers.push(() => client.close());
+  return client;
+}
+
+async function modernClient(session: CreatedSession): Promise<AnyClient> {
+  const client = new ModernClient(
+    { name: "names-modern", version: "1.0.0" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  await client.connect(
+    new ModernTransport(endpointOf(t, session), {
+      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
+    }),
+  );
+  closers.push(() => client.close());
+  return client as unknown as AnyClient;
+}
+
+const promptText = (result: { messages: { content: unknown }[] }) =>
+  (result.messages[0]?.content as { text?: string } | undefined)?.text;
+
+beforeAll(async () => {
+  [t, ...upstreams] = await Promise.all([startTestServer(), ...WHO.map(startNamesUpstream)]);
+  const deployments: string[] = [];
+  for (const [i, who] of WHO.entries()) {
+    const provider = await remoteProvider(t.db, who, upstreams[i]?.url ?? "");
+    deployments.push((await deployProvider(t.client, provider.providerId, who)).id);
+  }
+  const [alpha = "", beta = ""] = deployments;
+  one = await createSession(t.client, [{ provider_deployment: deploymentRef(alpha) }]);
+  two = await createSession(t.client, [
+    { provider_deployment: deploymentRef(alpha) },
+    { provider_deployment: deploymentRef(beta) },
+  ]);
+  // `files_read` is the key `files.read` had before keys kept `.`; `a/b` is an upstream name.
+  filtered = await createSession(t.client, [
+    { provider_deployment: deploymentRef(alpha), tool_filters: { tool_keys: ["files_read", "a/b"] } },
+  ]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(closers.map((close) => close()));
+  await Promise.all(upstreams.map((u) => u.close()));
+  await t.close();
+});
+
+describe.each(eras)("tool and prompt keys, for a %s client", (_era, connect) => {
+  it("are the upstream's own names in a one-provider session, and each call reaches its own tool", async () => {
+    const client = await connect(one);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...TOOL_NAMES].sort());
+    for (const name of TOOL_NAMES) expect(firstText(await client.callTool({ name }))).toBe(`alpha:${name}`);
+    const { prompts } = await client.listPrompts();
+    expect(prompts.map((prompt) => prompt.name).sort()).toEqual([...ALIKE_NAMES].sort());
+  });
+
+  it("tell apart every tool and prompt of several providers, names alike once made safe included", async () => {
+    const client = await connect(two);
+    const { tools } = await client.listTools();
+    const keys = tools.map((tool) => tool.name);
+    expect(new Set(keys).size).toBe(WHO.length * TOOL_NAMES.length);
+    expect(keys).toEqual(expect.arrayContaining(["alpha_files.read", "beta_a.b"]));
+    for (const key of keys) expect(key).toMatch(/^[A-Za-z0-9_.-]{1,60}$/);
+    // Every key reaches a tool of its own: together they reach every tool of both upstreams.
+    const reached = await Promise.all(keys.map(async (name) => firstText(await client.callTool({ name }))));
+    expect(reached.sort()).toEqual(WHO.flatMap((who) => TOOL_NAMES.map((name) => `${who}:${name}`)).sort());
+
+    const { prompts } = await client.listPrompts();
+    const got = await Promise.all(prompts.map(async ({ name }) => promptText(await client.getPrompt({ name }))));
+    const completed = await Promise.all(
+      prompts.map(async ({ name }) => {
+        const ref = { type: "ref/prompt" as const, name };
+        return (await client.complete({ ref, argument: { name: "topic", value: "" } })).completion.values[0];
+      }),
+    );
+    const expected = WHO.flatMap((who) => ALIKE_NAMES.map((name) => `${who}:${name}`)).sort();
+    expect(got.sort()).toEqual(expected);
+    expect(completed.sort()).toEqual(expected);
+  });
+
+  it("keep a tool filter's key from before keys kept `.`, beside upstream names", async () => {
+    const client = await connect(filtered);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(["a/b", "files.read"]);
+    expect(firstText(await client.callTool({ name: "files.read" }))).toBe("alpha:files.read");
+  });
+});
