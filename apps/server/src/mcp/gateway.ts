@@ -1,5 +1,5 @@
 import type { ClientCapabilities, Progress } from "@modelcontextprotocol/client";
-import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
+import { ProtocolError, ProtocolErrorCode, UriTemplate } from "@modelcontextprotocol/server";
 import { ApiError } from "@toolplane/server-stubs";
 import { CompiledQuery, type Insertable, sql } from "kysely";
 import type { Db } from "../db/database.ts";
@@ -82,6 +82,13 @@ export interface Located {
   upstream: Upstream;
   item: Item;
   name: string;
+}
+
+/** Where a resource URI (or task id) leads: the upstream's own. */
+export interface LocatedUri {
+  provider: GatewaySessionProvider;
+  upstream: Upstream;
+  uri: string;
 }
 
 /** A provider of the session that could not be listed or reached, and why. */
@@ -461,9 +468,10 @@ export class Gateway {
         }
       }),
     );
+    const items = listed.flat();
     // A list that lost a provider is stale at once: the provider's items are back as soon as it answers.
     const freshness = failures.length > 0 ? STALE : mergedFreshness(parts);
-    return { items: listed.flat(), failures, freshness };
+    return { items: member === "name" ? items : qualifyShared(items, member, names), failures, freshness };
   }
 
   /**
@@ -513,9 +521,59 @@ export class Gateway {
     return failure ? { failure } : null;
   }
 
-  /** The provider and upstream behind a URI the client sent (resources and resource templates). */
+  /**
+   * The provider and upstream behind a URI the client sent (resources and resource templates): by its prefix, or,
+   * for a URI without one (a web URI, which stays as it is, or an upstream's own URI that a model read in a tool's
+   * output), the one provider whose resources or templates (the lists as kept) hold it. Null when none does; a
+   * ProtocolError naming the session-wide URIs when several do.
+   */
   async locateUri(session: GatewaySession, uri: string, downstream: Downstream = {}): Promise<LocatedUri | null> {
-    const resolved = this.namespaces(session).resolveUri(uri);
+    const resolved = this.namespaces(session).resolveUri(uri) ?? (await this.listing(session, uri, downstream));
+    return this.reach(session, resolved, downstream);
+  }
+
+  /** The provider and upstream behind a task id the client sent, by its prefix (see exposeTaskIds). */
+  async locateTask(session: GatewaySession, taskId: string, downstream: Downstream = {}): Promise<LocatedUri | null> {
+    return this.reach(session, this.namespaces(session).resolveUri(taskId), downstream);
+  }
+
+  /** The provider whose lists hold an upstream's own URI (its resources', or its templates' by matching). */
+  private async listing(
+    session: GatewaySession,
+    uri: string,
+    downstream: Downstream,
+  ): Promise<{ providerId: string; uri: string } | null> {
+    const [resources, templates] = await Promise.all([
+      this.list(session, "resources/list", downstream),
+      this.list(session, "resources/templates/list", downstream),
+    ]);
+    const owners = [
+      ...resources.items.filter((entry) => entry.name === uri),
+      ...templates.items.filter((entry) => entry.name === uri || matchesTemplate(entry.name, uri)),
+    ];
+    const providers = new Set(owners.map((entry) => entry.provider.sessionProviderId));
+    const [providerId, ...others] = providers;
+    if (!providerId) {
+      // A provider that could not say may be the one: its failure is the answer, as for a key (see find).
+      const failure = [...resources.failures, ...templates.failures][0];
+      if (failure) throw namingProvider(failure);
+      return null;
+    }
+    if (others.length > 0) {
+      const names = this.namespaces(session);
+      const choices = [...providers].map((id) => names.qualified(id, uri)).join(", ");
+      throw new ProtocolError(-32002, `Resource ${uri} is offered by several providers; read one of ${choices}.`, {
+        uri,
+      });
+    }
+    return { providerId, uri };
+  }
+
+  private async reach(
+    session: GatewaySession,
+    resolved: { providerId: string; uri: string } | null,
+    downstream: Downstream,
+  ): Promise<LocatedUri | null> {
     const provider = session.providers.find((p) => p.sessionProviderId === resolved?.providerId);
     if (!resolved || !provider) return null;
     try {
@@ -1026,6 +1084,38 @@ function withAppUri(tool: Item, expose: (uri: string) => string): Item {
 }
 
 /**
+ * Resources (or templates) that several providers list under one URI, which only a web URI, left as the upstream
+ * gave it (see Namespaces.uri), can be: each is listed under its provider's qualified URI instead, so that the
+ * client can tell them apart and read each.
+ */
+function qualifyShared<T extends { item: Item; provider: GatewaySessionProvider; name: string }>(
+  items: T[],
+  member: "uri" | "uriTemplate",
+  names: Namespaces,
+): T[] {
+  const listers = new Map<unknown, Set<string>>();
+  for (const { item, provider } of items) {
+    const ids = listers.get(item[member]) ?? new Set<string>();
+    ids.add(provider.sessionProviderId);
+    listers.set(item[member], ids);
+  }
+  return items.map((entry) =>
+    (listers.get(entry.item[member])?.size ?? 0) > 1
+      ? { ...entry, item: { ...entry.item, [member]: names.qualified(entry.provider.sessionProviderId, entry.name) } }
+      : entry,
+  );
+}
+
+/** Whether a URI is one of an RFC 6570 template's (a template the SDK cannot parse holds none). */
+function matchesTemplate(template: string, uri: string): boolean {
+  try {
+    return new UriTemplate(template).match(uri) !== null;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * `tool_filters.tool_keys`: a tool is exposed when its key, its upstream name or the key it had before keys changed
  * (see Namespaces.formerKey: filters already stored keep their tools) is listed, or when no filter is set.
  */
@@ -1173,9 +1263,6 @@ function needsReauthentication(
     reauthUrl,
   );
 }
-
-/** The provider and upstream behind a session-wide URI, and the URI as the upstream names it (see locateUri). */
-export type LocatedUri = { provider: GatewaySessionProvider; upstream: Upstream; uri: string };
 
 /** A provider of a session as `describe` found it: its upstream (null when unreachable), capabilities, instructions. */
 export type Described = Awaited<ReturnType<Gateway["describe"]>>[number];

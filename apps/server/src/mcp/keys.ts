@@ -3,6 +3,8 @@ import { createHash } from "node:crypto";
 export const MAX_KEY_LENGTH = 60;
 /** The scheme of MCP Apps UI resources (SEP-1865). */
 const APP_SCHEME = "ui://";
+/** A URI of the web, which MCP lets a client fetch directly (server/resources, common URI schemes). */
+const WEB_URI = /^https?:\/\//i;
 /** The characters MCP (2025-11-25, server/tools) allows in a tool name. */
 const MCP_NAME = /^[A-Za-z0-9_.-]+$/;
 
@@ -40,7 +42,10 @@ export interface Namespaced {
  * - with several, every key is `<slug>_<name>`: at most 60 characters, of the characters MCP allows in a tool name,
  *   and one name's alone (a name changed to fit ends with a hash of itself, see ownPart), so two tools or prompts
  *   of a provider never share one; every URI `<slug>+<uri>` (`ui://<slug>+<rest>` for an MCP
- *   Apps UI resource; reversible: the provider is found by its prefix, the upstream's URI is what follows). A slug
+ *   Apps UI resource; reversible: the provider is found by its prefix, the upstream's URI is what follows), except
+ *   an `http(s)://` URI: MCP lets a client fetch those from the web itself, so they stay as they are (the gateway
+ *   finds the provider that lists one when it is read; one that two providers list is given each one's prefix in
+ *   the lists, see Gateway.list). Task ids are made session-wide as URIs are, always prefixed. A slug
  *   used by two providers of the session (the same provider deployed twice) is numbered in the order of the session
  *   provider ids: `<slug>`, `<slug>2`, ….
  */
@@ -96,18 +101,38 @@ export class Namespaces {
     return key.startsWith(`${prefix}_`) || key.includes(`~${hash}_`) || key.startsWith(`${hash}_`);
   }
 
+  /** The URI a client sees for an upstream's resource URI (or URI template): a web URI as it is, else qualified. */
+  uri(providerId: string, uri: string): string {
+    return WEB_URI.test(uri) ? uri : this.qualified(providerId, uri);
+  }
+
   /**
-   * The URI a client sees for an upstream's resource URI (or URI template). An MCP Apps UI resource keeps its
+   * An upstream's URI (or task id) with its provider's prefix, whatever it is. An MCP Apps UI resource keeps its
    * `ui://` scheme, by which hosts know it: the prefix goes inside it (`ui://<slug>+<rest>`).
    */
-  uri(providerId: string, uri: string): string {
+  qualified(providerId: string, uri: string): string {
     const scheme = this.uriScheme(providerId);
     if (!scheme) return uri;
     if (uri.startsWith(APP_SCHEME)) return `${APP_SCHEME}${scheme}+${uri.slice(APP_SCHEME.length)}`;
     return `${scheme}+${uri}`;
   }
 
-  /** The provider and upstream URI behind a URI the client sent, or null when no provider owns it. */
+  /**
+   * The URI under which an update of an upstream's resource `uri` reaches a client that subscribed to `subscribed`
+   * (URIs as that client gave them, of this provider): the form it subscribed with (the session-wide URI, the
+   * qualified one of a web URI two providers list, or the upstream's own that one provider lists), of the resource
+   * itself or of one it is a sub-resource of; undefined when it reaches none of them.
+   */
+  updatedUri(providerId: string, uri: string, subscribed: Iterable<string>): string | undefined {
+    const held = [...subscribed];
+    const forms = new Set([this.uri(providerId, uri), this.qualified(providerId, uri), uri]);
+    return [...forms].find((form) => held.some((one) => reachesSubscription(form, one)));
+  }
+
+  /**
+   * The provider and upstream URI (or task id) behind a qualified one the client sent, or null when no provider's
+   * prefix begins it (with several providers: an upstream's own URI, which only the lists can tell the owner of).
+   */
   resolveUri(uri: string): { providerId: string; uri: string } | null {
     for (const id of this.prefixes.keys()) {
       const scheme = this.uriScheme(id);

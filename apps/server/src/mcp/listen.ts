@@ -15,7 +15,6 @@ import { sendJson } from "../http/errors.ts";
 import type { Upstream, UpstreamCaller } from "../runtimes/pool.ts";
 import { FirstAnswer, type Gateway } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
-import { reachesSubscription } from "./keys.ts";
 import { exposeTaskIds } from "./server.ts";
 import { coreTasksViaExtension, declaresTasksExtension, TASKS_EXTENSION } from "./task-eras.ts";
 
@@ -47,7 +46,7 @@ interface Stream {
 }
 
 /** A task the stream follows: where it lives, its id as the upstream names it (`uri`) and as the session does. */
-type FollowedTask = NonNullable<Awaited<ReturnType<Gateway["locateUri"]>>> & { taskId: string; stop?: () => void };
+type FollowedTask = NonNullable<Awaited<ReturnType<Gateway["locateTask"]>>> & { taskId: string; stop?: () => void };
 
 /**
  * `subscriptions/listen` (MCP 2026-07-28) on a session's endpoint. A client opens a stream and says which changes
@@ -163,7 +162,7 @@ export class SessionSubscriptions {
     taskId: string,
     capabilities: ClientCapabilities | undefined,
   ): Promise<FollowedTask | null> {
-    const target = await this.gateway.locateUri(session, taskId, capabilities ? { capabilities } : {});
+    const target = await this.gateway.locateTask(session, taskId, capabilities ? { capabilities } : {});
     if (!target) return null;
     // An upstream of 2026-07-28 that offers the extension (as for a 2025 client's core tasks).
     return coreTasksViaExtension(await target.upstream.describe(this.gateway.timeoutMs)) ? { ...target, taskId } : null;
@@ -241,10 +240,11 @@ export class SessionSubscriptions {
         if (kind) {
           bus.publish({ kind } as ServerEvent);
         } else if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
-          const uri = this.gateway.namespaces(session).uri(provider.sessionProviderId, params.uri);
+          // Under the URI each stream subscribed with (streams hear only theirs), for the resource or one above it.
+          const names = this.gateway.namespaces(session);
           for (const stream of streams) {
-            if (![...stream.resources].some((subscribed) => reachesSubscription(uri, subscribed))) continue;
-            stream.feed.push({ ...notification, params: { ...params, uri } });
+            const uri = names.updatedUri(provider.sessionProviderId, params.uri, stream.resources);
+            if (uri !== undefined) stream.feed.push({ ...notification, params: { ...params, uri } });
           }
         }
       },

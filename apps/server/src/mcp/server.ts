@@ -49,7 +49,7 @@ import {
   taskSeenOf,
 } from "./gateway.ts";
 import type { GatewaySession, GatewaySessionProvider } from "./gateway-session.ts";
-import { type Namespaces, reachesSubscription } from "./keys.ts";
+import type { Namespaces } from "./keys.ts";
 import { asLogLevel } from "./log-levels.ts";
 import { withoutMetaKey } from "./meta.ts";
 import { answeredRound, roundState } from "./rounds.ts";
@@ -295,10 +295,12 @@ export async function sessionMcpServer(
     if (!logLevelAllows(clientLogLevel, notification)) return;
     const params = notification.params as Params | undefined;
     if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
-      const uri = gateway.namespaces(await session()).uri(provider.sessionProviderId, params.uri);
-      // The upstream connection may be shared with clients that subscribed to other resources.
-      if (![...subscriptions.keys()].some((subscribed) => reachesSubscription(uri, subscribed))) return;
-      await server.notification({ ...notification, params: { ...params, uri } });
+      // The upstream connection may be shared with clients that subscribed to other resources. The client hears of
+      // it under the URI it subscribed with, for the resource or one above it.
+      const id = provider.sessionProviderId;
+      const mine = [...subscriptions].filter(([, held]) => held.provider.sessionProviderId === id).map(([uri]) => uri);
+      const uri = gateway.namespaces(await session()).updatedUri(id, params.uri, mine);
+      if (uri !== undefined) await server.notification({ ...notification, params: { ...params, uri } });
     } else {
       await server.notification(await exposeNotification(notification, provider));
     }
@@ -311,7 +313,7 @@ export async function sessionMcpServer(
   };
   // This client's resource subscriptions (session-wide URI → the upstream's): the upstream connection subscribes
   // once for all the clients that share it, and each client hears of the resources it subscribed to.
-  const subscriptions = new Map<string, { upstream: Upstream; uri: string }>();
+  const subscriptions = new Map<string, { provider: GatewaySessionProvider; upstream: Upstream; uri: string }>();
   server.onclose = () => {
     for (const stop of watched.values()) stop();
     watched.clear();
@@ -574,11 +576,11 @@ export async function sessionMcpServer(
       return { tasks: lists.flat() };
     }
     const taskId = String(params.taskId);
-    const owner = names.resolveUri(taskId)?.providerId;
-    if (!current.providers.some((p) => p.sessionProviderId === owner)) {
+    const target = await gateway.locateTask(current, taskId, downstream(ctx.mcpReq)).catch((error: unknown) => {
+      throw asProtocolError(error);
+    });
+    if (!target)
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Task ${taskId} is not known to this session.`);
-    }
-    const target = await locateResource(current, taskId, ctx);
     const providerId = target.provider.sessionProviderId;
     let answer: Params;
     // The extension's requests of a 2026-07-28 client about a task of a 2025 upstream are translated (and recorded).
@@ -856,7 +858,7 @@ const EXTENSION_TASK_METHODS = new Set(["tasks/get", "tasks/update", "tasks/canc
 type InputRequest = { method: string; params?: Params & { _meta?: Params } };
 
 /** The provider and upstream that own a task, and the task id as the upstream names it. */
-type LocatedTask = NonNullable<Awaited<ReturnType<Gateway["locateUri"]>>>;
+type LocatedTask = NonNullable<Awaited<ReturnType<Gateway["locateTask"]>>>;
 
 /** A relayed server→client request (sampling, elicitation, roots) reaches only a client that declared it. */
 function assertDeclared(method: string, capabilities: ClientCapabilities | undefined): void {
@@ -1366,7 +1368,7 @@ export function exposeTaskIds(message: Params, names: Namespaces, providerId: st
   if (!providerId || names.uri(providerId, "") === "") return message;
   const expose = (task: unknown) =>
     task && typeof task === "object" && typeof (task as Params).taskId === "string"
-      ? { ...(task as Params), taskId: names.uri(providerId, (task as Params).taskId as string) }
+      ? { ...(task as Params), taskId: names.qualified(providerId, (task as Params).taskId as string) }
       : task;
   const out = expose(message) as Params;
   if (typeof message.taskId === "string" && out.result && typeof out.result === "object")

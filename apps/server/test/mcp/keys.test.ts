@@ -32,6 +32,20 @@ describe("session-wide keys", () => {
     expect(two.candidates("github_create_issue")).toEqual(["spv_1"]);
   });
 
+  it("leave a web URI as it is with several providers (the owner is found by the lists), and qualify it on demand", () => {
+    expect(two.uri("spv_2", "https://linear.app/issue/1")).toBe("https://linear.app/issue/1");
+    expect(two.uri("spv_2", "http://linear.local/issue/1")).toBe("http://linear.local/issue/1");
+    expect(two.resolveUri("https://linear.app/issue/1")).toBeNull();
+    // Qualified, as a web URI two providers list, or a task id, is: reversible.
+    expect(two.qualified("spv_2", "https://linear.app/issue/1")).toBe("linear+https://linear.app/issue/1");
+    expect(two.resolveUri("linear+https://linear.app/issue/1")).toEqual({
+      providerId: "spv_2",
+      uri: "https://linear.app/issue/1",
+    });
+    expect(two.qualified("spv_1", "task-1")).toBe("github+task-1");
+    expect(one.qualified("spv_1", "https://x.test/a")).toBe("https://x.test/a");
+  });
+
   it("depend on the configured providers only, so a key survives an upstream that does not answer", () => {
     const again = new Namespaces([
       { id: "spv_1", slug: "github" },

@@ -7,10 +7,17 @@
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StartedTestServer } from "../support/server.ts";
 import { startTestServer } from "../support/server.ts";
-import { ALIKE_NAMES, LONG_NAMES, type NamesUpstream, startNamesUpstream } from "../support/upstream-names.ts";
+import {
+  ALIKE_NAMES,
+  LONG_NAMES,
+  type NamesUpstream,
+  SHARED_WEB_URI,
+  startNamesUpstream,
+} from "../support/upstream-names.ts";
 import {
   type CreatedSession,
   createSession,
@@ -21,7 +28,7 @@ import {
   remoteProvider,
 } from "./gateway-fixtures.ts";
 
-const TOOL_NAMES = ["files.read", ...ALIKE_NAMES, ...LONG_NAMES];
+const TOOL_NAMES = ["files.read", ...ALIKE_NAMES, ...LONG_NAMES, "touch"];
 const WHO = ["alpha", "beta"];
 
 let t: StartedTestServer;
@@ -31,13 +38,23 @@ let two: CreatedSession;
 let filtered: CreatedSession;
 const closers: (() => Promise<void>)[] = [];
 
-type AnyClient = Pick<Client, "listTools" | "callTool" | "listPrompts" | "getPrompt" | "complete">;
+type AnyClient = Pick<
+  Client,
+  | "listTools"
+  | "callTool"
+  | "listPrompts"
+  | "getPrompt"
+  | "complete"
+  | "listResources"
+  | "listResourceTemplates"
+  | "readResource"
+>;
 const eras: [string, (session: CreatedSession) => Promise<AnyClient>][] = [
   ["2025 (SDK v1)", legacyClient],
-  ["2026-07-28 (SDK v2)", modernClient],
+  ["2026-07-28 (SDK v2)", (session) => modernClient(session) as unknown as Promise<AnyClient>],
 ];
 
-async function legacyClient(session: CreatedSession): Promise<AnyClient> {
+async function legacyClient(session: CreatedSession): Promise<Client> {
   const client = new Client({ name: "names-legacy", version: "1.0.0" });
   await client.connect(
     new StreamableHTTPClientTransport(endpointOf(t, session), {
@@ -48,7 +65,7 @@ async function legacyClient(session: CreatedSession): Promise<AnyClient> {
   return client;
 }
 
-async function modernClient(session: CreatedSession): Promise<AnyClient> {
+async function modernClient(session: CreatedSession): Promise<ModernClient> {
   const client = new ModernClient(
     { name: "names-modern", version: "1.0.0" },
     { versionNegotiation: { mode: { pin: "2026-07-28" } } },
@@ -59,8 +76,13 @@ async function modernClient(session: CreatedSession): Promise<AnyClient> {
     }),
   );
   closers.push(() => client.close());
-  return client as unknown as AnyClient;
+  return client;
 }
+
+const readText = async (client: AnyClient, uri: string) =>
+  ((await client.readResource({ uri })).contents[0] as { text?: string } | undefined)?.text;
+/** The upstream behind a URI of the test: the one its text names. */
+const whoseUri = (uri: string) => (uri.includes("alpha") ? "alpha" : "beta");
 
 const promptText = (result: { messages: { content: unknown }[] }) =>
   (result.messages[0]?.content as { text?: string } | undefined)?.text;
@@ -129,5 +151,73 @@ describe.each(eras)("tool and prompt keys, for a %s client", (_era, connect) => 
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(["a/b", "files.read"]);
     expect(firstText(await client.callTool({ name: "files.read" }))).toBe("alpha:files.read");
+  });
+});
+
+describe.each(eras)("resource URIs, for a %s client", (_era, connect) => {
+  it("leave a web URI as it is unless two providers list it, and read each from its own provider", async () => {
+    const client = await connect(two);
+    const uris = (await client.listResources()).resources.map((resource) => resource.uri);
+    expect(uris.sort()).toEqual(
+      [
+        "https://example.test/alpha/doc",
+        "https://example.test/beta/doc",
+        "alpha+notes://alpha/1",
+        "beta+notes://beta/1",
+        `alpha+${SHARED_WEB_URI}`,
+        `beta+${SHARED_WEB_URI}`,
+      ].sort(),
+    );
+    for (const uri of uris) {
+      expect(await readText(client, uri)).toBe(`${whoseUri(uri)} read ${uri.replace(/^(alpha|beta)\+/, "")}`);
+    }
+    const templates = (await client.listResourceTemplates()).resourceTemplates.map((template) => template.uriTemplate);
+    expect(templates.sort()).toEqual(
+      [
+        "https://example.test/alpha/{id}",
+        "https://example.test/beta/{id}",
+        "alpha+notes://alpha/items/{id}",
+        "beta+notes://beta/items/{id}",
+      ].sort(),
+    );
+    expect(await readText(client, "https://example.test/beta/42")).toBe("beta read https://example.test/beta/42");
+  });
+
+  it("read an upstream's own URI that one provider lists, or a template of, and name the choices when two do", async () => {
+    const client = await connect(two);
+    expect(await readText(client, "notes://beta/1")).toBe("beta read notes://beta/1");
+    expect(await readText(client, "notes://alpha/items/7")).toBe("alpha read notes://alpha/items/7");
+    const ref = { type: "ref/resource" as const, uri: "notes://alpha/items/{id}" };
+    const completed = await client.complete({ ref, argument: { name: "id", value: "" } });
+    expect(completed.completion.values).toEqual([`alpha:${ref.uri}`]);
+    await expect(client.readResource({ uri: SHARED_WEB_URI })).rejects.toThrow(`alpha+${SHARED_WEB_URI}`);
+    await expect(client.readResource({ uri: "notes://gamma/1" })).rejects.toThrow(/not offered/);
+  });
+});
+
+describe("resource updates of a URI subscribed as the upstream gave it", () => {
+  it("reach a 2025 client that subscribed with resources/subscribe", async () => {
+    const client = await legacyClient(two);
+    const heard = new Promise<string>((resolve) => {
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (notification) => {
+        resolve(notification.params.uri);
+      });
+    });
+    await client.subscribeResource({ uri: "notes://alpha/1" });
+    await client.callTool({ name: "alpha_touch", arguments: {} });
+    expect(await heard).toBe("notes://alpha/1");
+  });
+
+  it("reach a 2026-07-28 client that listens with subscriptions/listen", async () => {
+    const client = await modernClient(two);
+    const heard = new Promise<string>((resolve) => {
+      client.setNotificationHandler("notifications/resources/updated", async (notification) => {
+        resolve(notification.params.uri);
+      });
+    });
+    const subscription = await client.listen({ resourceSubscriptions: ["notes://beta/1"] });
+    await client.callTool({ name: "beta_touch", arguments: {} });
+    expect(await heard).toBe("notes://beta/1");
+    await subscription.close();
   });
 });

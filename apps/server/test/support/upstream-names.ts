@@ -20,13 +20,14 @@ const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
 
 /**
  * An upstream whose names and URIs a gateway must keep apart (SDK v2 server, both eras): tools `files.read`, the
- * alike and long names above, each answering `<who>:<its name>`; prompts of the alike names, answering the same,
+ * alike and long names above and `touch` (announces an update of `notes://<who>/1`), each answering
+ * `<who>:<its name>`; prompts of the alike names, answering the same,
  * whose argument completes to `<who>:<the prompt's name>`; resources `https://example.test/<who>/doc`,
  * `notes://<who>/1` and SHARED_WEB_URI, templates `notes://<who>/items/{id}` and `https://example.test/<who>/{id}`,
  * each read as `<who> read <uri>`. Two of them (different `who`) list the same shared URI.
  */
 export async function startNamesUpstream(who: string): Promise<NamesUpstream> {
-  const names = ["files.read", ...ALIKE_NAMES, ...LONG_NAMES];
+  const names = ["files.read", ...ALIKE_NAMES, ...LONG_NAMES, "touch"];
   const handler = createMcpHandler(() => {
     const server = new Server(
       { name: `names-${who}`, version: "1.0.0" },
@@ -35,7 +36,10 @@ export async function startNamesUpstream(who: string): Promise<NamesUpstream> {
     server.setRequestHandler("tools/list", async () => ({
       tools: names.map((name) => ({ name, inputSchema: { type: "object" as const } })),
     }));
-    server.setRequestHandler("tools/call", async (request) => text(`${who}:${request.params.name}`));
+    server.setRequestHandler("tools/call", async (request) => {
+      if (request.params.name === "touch") handler.notify.resourceUpdated(`notes://${who}/1`);
+      return text(`${who}:${request.params.name}`);
+    });
     server.setRequestHandler("prompts/list", async () => ({
       prompts: ALIKE_NAMES.map((name) => ({ name, arguments: [{ name: "topic" }] })),
     }));
