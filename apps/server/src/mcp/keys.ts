@@ -47,20 +47,28 @@ export interface Namespaced {
  *   finds the provider that lists one when it is read; one that two providers list is given each one's prefix in
  *   the lists, see Gateway.list). Task ids are made session-wide as URIs are, always prefixed. A slug
  *   used by two providers of the session (the same provider deployed twice) is numbered in the order of the session
- *   provider ids: `<slug>`, `<slug>2`, ….
+ *   provider ids: `<slug>`, `<slug>2`, … (a number another provider's slug already ends with is skipped).
  */
 export class Namespaces {
   private readonly prefixes: Map<string, string>;
 
   constructor(providers: Namespaced[]) {
-    const seen = new Map<string, number>();
+    // Every slug is its own provider's prefix first; a repeated one is numbered past the prefixes already taken,
+    // so that `github`, `github`, `github2` are `github`, `github3`, `github2` and never two `github2`.
+    const taken = new Set(providers.map((p) => sanitize(p.slug)));
+    const first = new Set<string>();
     this.prefixes = new Map(
       providers.map((p) => {
         if (providers.length === 1) return [p.id, ""];
         const slug = sanitize(p.slug);
-        const n = (seen.get(slug) ?? 0) + 1;
-        seen.set(slug, n);
-        return [p.id, n === 1 ? slug : `${slug}${n}`];
+        if (!first.has(slug)) {
+          first.add(slug);
+          return [p.id, slug];
+        }
+        let n = 2;
+        while (taken.has(`${slug}${n}`)) n++;
+        taken.add(`${slug}${n}`);
+        return [p.id, `${slug}${n}`];
       }),
     );
   }

@@ -62,6 +62,16 @@ describe("session-wide keys", () => {
     expect(twice.key("spv_1", "x")).toBe("github_x");
     expect(twice.key("spv_2", "x")).toBe("github2_x");
     expect(twice.resolveUri("github2+a://b")).toEqual({ providerId: "spv_2", uri: "a://b" });
+    // Never the prefix of a provider whose own slug is that: each provider keeps a prefix of its own.
+    const clash = new Namespaces([
+      { id: "spv_1", slug: "github" },
+      { id: "spv_2", slug: "github" },
+      { id: "spv_3", slug: "github2" },
+    ]);
+    const keys = ["spv_1", "spv_2", "spv_3"].map((id) => clash.key(id, "x"));
+    expect(keys).toEqual(["github_x", "github3_x", "github2_x"]);
+    expect(clash.candidates("github3_x")).toEqual(["spv_2"]);
+    expect(clash.resolveUri("github2+a://b")).toEqual({ providerId: "spv_3", uri: "a://b" });
   });
 
   it("keep the tool's own name whole when a long slug would push the key past 60 characters", () => {
