@@ -8,7 +8,7 @@
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listenOnLoopback } from "../support/loopback.ts";
@@ -179,6 +179,19 @@ describe("requests for a provider without the capability", () => {
       code: -32601,
     });
     expect(bare.methods).not.toContain("completion/complete");
+  });
+
+  // MCP 2026-07-28 (basic/transports, SEP-2575): a server answers a method it does not serve with HTTP 404 and
+  // -32601. That is its answer, not a lost session: the client gets it, and the connection stays.
+  it("passes on a 2026-07-28 upstream's -32601 for a method it does not serve, without reconnecting", async () => {
+    const client = await legacyClient(bareOnly);
+    const ask = () => client.request({ method: "widgets/render", params: {} }, ResultSchema);
+    await expect(ask()).rejects.toMatchObject({ code: -32601 });
+    const discoveries = () => bare.methods.filter((method) => method === "server/discover").length;
+    const before = discoveries();
+    await expect(ask()).rejects.toMatchObject({ code: -32601 });
+    expect(bare.methods.filter((method) => method === "widgets/render").length).toBeGreaterThanOrEqual(2);
+    expect(discoveries()).toBe(before);
   });
 
   it("refuses a 2025 client's subscription to a resource of a provider without subscriptions, naming it", async () => {
