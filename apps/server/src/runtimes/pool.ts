@@ -409,37 +409,41 @@ export class Upstream {
    * announces (they clear the cached lists) and updates of the subscribed resources. A stream's filter is fixed,
    * so a changed set of resources opens a new stream before the old one closes: no update falls between them. A
    * dropped stream is opened again (and the lists fetched again: what changed meanwhile is unknown).
+   * Opened outside the context of the client request that led to it (connecting, subscribing): what arrives on the
+   * stream runs in the context that opened it, and it is every peer's, not that request's (see onNotification).
    */
   private relisten(client: Client, generation: number): Promise<void> {
-    const next = this.relistening
-      .catch(() => undefined)
-      .then(async () => {
-        if (this.generation !== generation) return;
-        const capabilities = client.getServerCapabilities() ?? {};
-        const filter: SubscriptionFilter = {};
-        if (capabilities.tools?.listChanged) filter.toolsListChanged = true;
-        if (capabilities.prompts?.listChanged) filter.promptsListChanged = true;
-        if (capabilities.resources?.listChanged) filter.resourcesListChanged = true;
-        if (capabilities.resources?.subscribe && this.subscribed.size > 0) {
-          filter.resourceSubscriptions = [...this.subscribed.keys()];
-        }
-        // The Tasks extension's member of the filter (tasks.md "Task Status Notifications"), unknown to the SDK.
-        if (this.subscribedTasks.size > 0) Object.assign(filter, { taskIds: [...this.subscribedTasks.keys()] });
-        const previous = this.subscription;
-        const current = Object.keys(filter).length > 0 ? await client.listen(filter) : null;
-        if (this.generation !== generation) {
-          await current?.close(); // the connection was replaced meanwhile; its successor listens for itself
-          return;
-        }
-        this.subscription = current;
-        await previous?.close();
-        void current?.closed.then((how) => {
-          if (how !== "remote" || this.subscription !== current || this.generation !== generation) return;
-          this.subscription = null;
-          this.lists.clear();
-          setTimeout(() => void this.relisten(client, generation).catch(() => undefined), 1_000).unref();
-        });
-      });
+    const next = upstreamCaller.exit(() =>
+      this.relistening
+        .catch(() => undefined)
+        .then(async () => {
+          if (this.generation !== generation) return;
+          const capabilities = client.getServerCapabilities() ?? {};
+          const filter: SubscriptionFilter = {};
+          if (capabilities.tools?.listChanged) filter.toolsListChanged = true;
+          if (capabilities.prompts?.listChanged) filter.promptsListChanged = true;
+          if (capabilities.resources?.listChanged) filter.resourcesListChanged = true;
+          if (capabilities.resources?.subscribe && this.subscribed.size > 0) {
+            filter.resourceSubscriptions = [...this.subscribed.keys()];
+          }
+          // The Tasks extension's member of the filter (tasks.md "Task Status Notifications"), unknown to the SDK.
+          if (this.subscribedTasks.size > 0) Object.assign(filter, { taskIds: [...this.subscribedTasks.keys()] });
+          const previous = this.subscription;
+          const current = Object.keys(filter).length > 0 ? await client.listen(filter) : null;
+          if (this.generation !== generation) {
+            await current?.close(); // the connection was replaced meanwhile; its successor listens for itself
+            return;
+          }
+          this.subscription = current;
+          await previous?.close();
+          void current?.closed.then((how) => {
+            if (how !== "remote" || this.subscription !== current || this.generation !== generation) return;
+            this.subscription = null;
+            this.lists.clear();
+            setTimeout(() => void this.relisten(client, generation).catch(() => undefined), 1_000).unref();
+          });
+        }),
+    );
     this.relistening = next;
     return next;
   }
@@ -523,8 +527,8 @@ export class Upstream {
     const notification = withoutSubscriptionId(received);
     for (const method of LIST_CHANGED[notification.method] ?? []) this.lists.delete(method);
     if (TASK_STATUS_NOTIFICATIONS.has(notification.method)) this.taskAnnounced(notification.params);
-    // The Tasks extension's come only on the listen stream, which is no request's (whatever context opened it).
-    const caller = notification.method === "notifications/tasks" ? undefined : upstreamCaller.getStore();
+    // Only what comes with a request's response runs in its context: the listen stream is opened outside any.
+    const caller = upstreamCaller.getStore();
     if (caller) caller.notify(notification);
     else for (const peer of this.peers) peer.notify(notification);
   };

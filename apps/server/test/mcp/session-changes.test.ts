@@ -2,9 +2,14 @@
  * A change to the session itself (a provider added or removed, a tool filter edited through the API) reaches its
  * connected clients as MCP's list_changed notifications (2025-11-25 server/tools "List Changed Notification";
  * 2026-07-28 basic/patterns/subscriptions), as a change of one of its upstreams' lists does: the session declares
- * `listChanged`, so a client may rely on them instead of listing again.
+ * `listChanged`, so a client may rely on them instead of listing again. What an upstream announces outside any
+ * request reaches every client that listens, whichever client's request led the gateway to open the upstream's stream.
  */
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+  type SubscriptionFilter,
+} from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,6 +69,54 @@ async function legacyListener(session: CreatedSession) {
   return { client, heard };
 }
 
+/** A 2026-07-28 client of `session` (SDK v2), pinned to that revision. */
+async function modernClient(session: CreatedSession) {
+  const client = new ModernClient(
+    { name: "modern-listening", version: "1.0.0" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  await client.connect(new ModernTransport(endpointOf(t, session), { requestInit: bearer(session) }));
+  closers.push(() => client.close());
+  return client;
+}
+
+/** A subscriptions/listen stream of a 2026-07-28 client, and what it has heard: list kinds, updated URIs. */
+async function modernListener(session: CreatedSession, filter: SubscriptionFilter) {
+  const client = await modernClient(session);
+  const heard: string[] = [];
+  for (const kind of ["tools", "prompts", "resources"] as const) {
+    client.setNotificationHandler(`notifications/${kind}/list_changed`, async () => {
+      heard.push(kind);
+    });
+  }
+  client.setNotificationHandler("notifications/resources/updated", async (notification) => {
+    heard.push(notification.params.uri);
+  });
+  const subscription = await client.listen(filter);
+  closers.push(() => subscription.close());
+  return { client, heard, subscription };
+}
+
+describe("what an upstream announces outside any request", () => {
+  it("reaches every listener of a 2026-07-28 upstream, whichever client's request opened its listen stream", async () => {
+    const session = await newSession();
+    const caller = await modernClient(session);
+    // The upstream connection was closed as idle (no request, no listener); the next request opens it again, and
+    // with it the gateway's listen stream of the upstream: in the context of that client's request.
+    await upstreams.closeIdle(Number.MAX_SAFE_INTEGER);
+    expect((await caller.listTools()).tools.map((tool) => tool.name)).toContain("shout");
+    const stream = await modernListener(session, { toolsListChanged: true });
+    const legacy = await legacyListener(session);
+    await legacy.client.listTools();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await caller.callTool({ name: "grow", arguments: {} });
+    await expect.poll(() => stream.heard, { timeout: 10_000, interval: 100 }).toContain("tools");
+    await expect
+      .poll(() => legacy.heard, { timeout: 10_000, interval: 100 })
+      .toContain("notifications/tools/list_changed");
+  });
+});
+
 describe("a change of the session's providers", () => {
   it("is announced to a 2025 client on its connection, and its next listing has the new provider's tools", async () => {
     const session = await newSession();
@@ -84,18 +137,7 @@ describe("a change of the session's providers", () => {
 
   it("is announced to a 2026-07-28 client on its subscriptions/listen stream", async () => {
     const session = await newSession();
-    const client = new ModernClient(
-      { name: "modern-listening", version: "1.0.0" },
-      { versionNegotiation: { mode: { pin: "2026-07-28" } } },
-    );
-    await client.connect(new ModernTransport(endpointOf(t, session), { requestInit: bearer(session) }));
-    closers.push(() => client.close());
-    const heard: string[] = [];
-    client.setNotificationHandler("notifications/tools/list_changed", async () => {
-      heard.push("tools");
-    });
-    const subscription = await client.listen({ toolsListChanged: true });
-    closers.push(() => subscription.close());
+    const { client, heard } = await modernListener(session, { toolsListChanged: true });
     await addSecond(session);
     await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("tools");
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("second_shout");
