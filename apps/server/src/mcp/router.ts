@@ -28,7 +28,7 @@ import { SessionSubscriptions } from "./listen.ts";
 import { asLogLevel, ConnectionLogLevels } from "./log-levels.ts";
 import { ReplayBuffer, replayLimit } from "./replay-buffer.ts";
 import { Cancellations, runningRequests } from "./running-requests.ts";
-import { type ServingContext, sessionMcpServer } from "./server.ts";
+import { type GatewayServer, type ServingContext, sessionMcpServer } from "./server.ts";
 import { SESSION_LIST_CHANGES, SessionListWatchers } from "./session-changes.ts";
 
 const API_KEY_PREFIX = "tp_";
@@ -291,6 +291,11 @@ export function mcpGatewayRouter(deps: AppDeps): {
   const watchLists = (session: GatewaySession, announce: () => void) =>
     listWatchers.watch(session, () => load(session.id), announce);
   const subscriptions = new SessionSubscriptions(gateway, perRequestServer, onerror, watchLists);
+  /** The session's own changes reach a 2025 client on its connection, as its upstreams' list changes do. */
+  const watchConnection = (session: GatewaySession, server: GatewayServer) =>
+    watchLists(session, () => {
+      for (const method of SESSION_LIST_CHANGES) void server.notification({ method } as never).catch(() => undefined);
+    });
   const jsonBody = express.json({ limit: deps.bodyLimitBytes, type: () => true });
   // The fast lanes answer plain tools/calls without the SDK's transports: 2026-07-28 ones without building an SDK
   // server per request, and those on a 2025 session held here without its Streamable HTTP transport and dispatch.
@@ -500,10 +505,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
           .applyLogLevel?.(level)
           .catch((error: unknown) => deps.logger.warn({ err: error }, "log level not applied"));
       });
-      // The session's own changes reach the client on its connection, as its upstreams' list changes do.
-      unwatch = watchLists(session, () => {
-        for (const method of SESSION_LIST_CHANGES) void server.notification({ method } as never).catch(() => undefined);
-      });
+      unwatch = watchConnection(session, server);
       const { callOnConnection } = server;
       if (callOnConnection) {
         const clientCapabilities = () => server.getClientCapabilities();
@@ -544,8 +546,10 @@ export function mcpGatewayRouter(deps: AppDeps): {
     const serving = servingFor(req, newId("scn"), true);
     const server = await sessionMcpServer(gateway, current, serving, { instructions: true });
     connections.set(transport.sessionId, { sessionId, transport });
+    const unwatch = watchConnection(session, server);
     res.on("close", () => {
       connections.delete(transport.sessionId);
+      unwatch();
       void server.close();
     });
     await server.connect(transport as unknown as Transport);

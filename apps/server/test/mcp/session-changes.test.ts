@@ -18,6 +18,7 @@ import { type StartedTestServer, startTestServer } from "../support/server.ts";
 import { type ModernUpstream, startModernUpstream } from "../support/upstream-modern.ts";
 import {
   type CreatedSession,
+  connectMcp,
   createSession,
   deploymentRef,
   deployProvider,
@@ -44,6 +45,12 @@ afterAll(async () => {
   await Promise.all([first?.close(), second?.close(), t?.close()]);
 });
 
+/** The notifications a change of the session is announced with. */
+const CHANGES = [
+  "notifications/tools/list_changed",
+  "notifications/prompts/list_changed",
+  "notifications/resources/list_changed",
+] as const;
 const bearer = (session: CreatedSession) => ({ headers: { Authorization: `Bearer ${session.secret}` } });
 const newSession = () => createSession(t.client, [{ provider_deployment: deploymentRef(deployments.first) }]);
 
@@ -125,10 +132,7 @@ describe("a change of the session's providers", () => {
     // The connection's GET stream carries what is announced outside any request.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await addSecond(session);
-    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("notifications/tools/list_changed");
-    expect(heard).toEqual(
-      expect.arrayContaining(["notifications/prompts/list_changed", "notifications/resources/list_changed"]),
-    );
+    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toEqual(expect.arrayContaining([...CHANGES]));
     // Two providers now: every key names its provider.
     expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(
       expect.arrayContaining(["first_shout", "second_shout"]),
@@ -140,6 +144,19 @@ describe("a change of the session's providers", () => {
     const { client, heard } = await modernListener(session, { toolsListChanged: true });
     await addSecond(session);
     await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("tools");
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("second_shout");
+  });
+
+  it("is announced to a 2025 client of the legacy HTTP+SSE transport on its stream", async () => {
+    const session = await newSession();
+    const client = await connectMcp(t, session, session.secret, "sse");
+    closers.push(() => client.close());
+    const heard: string[] = [];
+    client.fallbackNotificationHandler = async (notification) => {
+      heard.push(notification.method);
+    };
+    await addSecond(session);
+    await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toEqual(expect.arrayContaining([...CHANGES]));
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("second_shout");
   });
 
