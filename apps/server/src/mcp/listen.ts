@@ -30,8 +30,23 @@ const EVENTS: Record<string, ServerEvent["kind"]> = {
 /** One session's `subscriptions/listen` streams on this process, and the upstreams they hear from. */
 interface Hub {
   serve: (req: Request, res: Response, stream: Stream) => Promise<void>;
+  /** Settles once the hub hears the upstreams of the session it opened with (see SessionSubscriptions.hear). */
+  hearing: Promise<void>;
   streams: Set<Stream>;
   close: () => void;
+}
+
+/** The upstreams a hub hears, by session provider, and the session as last announced. */
+interface HubUpstreams {
+  current: GatewaySession;
+  closed: boolean;
+  heard: Map<string, Heard>;
+}
+
+/** An upstream a hub hears, until `stop`. */
+interface Heard {
+  upstream: Upstream;
+  stop: () => void;
 }
 
 /**
@@ -53,11 +68,11 @@ type FollowedTask = NonNullable<Awaited<ReturnType<Gateway["locateTask"]>>> & { 
  * it wants: list changes of tools, prompts and resources, and updates of resources by URI. The SDK serves the
  * stream (acknowledgement, list change filtering, subscription ids, keep-alives); this class feeds it. While a
  * session has a stream open on this process, the process listens to every upstream of the session in the upstream's
- * era (a 2025 server's GET stream, a 2026-07-28 server's own listen stream) and publishes the list changes they
- * announce on the session's own bus. The resources a stream names are subscribed upstream while it is open, except
+ * era (a 2025 server's GET stream, a 2026-07-28 server's own listen stream), those of providers added meanwhile too
+ * (see hear), and publishes the list changes they announce on the session's own bus. The resources a stream names are subscribed upstream while it is open, except
  * those of a provider that does not offer subscriptions, which the acknowledgement leaves out (the revision's way of
  * refusing part of a filter); their updates, resource URIs made session-wide, are written to the stream by the
- * gateway, which relays a sub-resource's too (see reachesSubscription; the SDK's filter matches exact URIs only).
+ * gateway, which relays a sub-resource's too (see Namespaces.updatedUri; the SDK's filter matches exact URIs only).
  * So are the tasks it names (`taskIds`, the Tasks extension's, for a client that declares it: tasks.md "Task Status
  * Notifications"), whose `notifications/tasks` the stream carries with session-wide task ids. The SDK's stream
  * knows neither, so they are added to it (withOwnNotifications). The records follow task notifications where the
@@ -72,7 +87,7 @@ export class SessionSubscriptions {
     private readonly factory: McpServerFactory,
     private readonly onerror: (error: Error) => void,
     /** Announces when the session itself changed what it lists (see SessionListWatchers), until stopped. */
-    private readonly watchLists: (session: GatewaySession, announce: () => void) => () => void,
+    private readonly watchLists: (session: GatewaySession, announce: (now: GatewaySession) => void) => () => void,
   ) {}
 
   /** Serves one listen request (`req.auth` already carries the session, as for any per-request MCP request). */
@@ -131,7 +146,7 @@ export class SessionSubscriptions {
       opened.close();
       if (this.hubs.get(session.id) === opened) this.hubs.delete(session.id);
     });
-    const [, followed] = await Promise.all([resources, tasks]);
+    const [, followed] = await Promise.all([resources, tasks, opened.hearing]);
     stream.taskIds = followed.located.map((task) => task.taskId);
     await opened.serve(req, res, stream);
   }
@@ -194,33 +209,63 @@ export class SessionSubscriptions {
         withOwnNotifications(await handler.fetch(request, options), stream, carrier);
       return toNodeHandler({ fetch })(req, res, body);
     };
-    // The session's own changes, as its upstreams' list changes are.
-    const stops: (() => void)[] = [
-      this.watchLists(session, () => {
+    const upstreams: HubUpstreams = { current: session, closed: false, heard: new Map() };
+    // The session's own changes, as its upstreams' list changes are: announced once the hub hears the upstreams of
+    // the providers it now has, so a client that hears of a new provider hears that provider's changes from then on.
+    const unwatch = this.watchLists(session, (now) => {
+      void this.hear(upstreams, now, bus, streams).then(() => {
         for (const kind of Object.values(EVENTS)) bus.publish({ kind } as ServerEvent);
-      }),
-    ];
-    let closed = false;
-    for (const provider of session.providers) {
-      void this.gateway
-        .upstreamFor(session.instanceId, provider)
-        .then(async (upstream) => {
-          if (closed) return;
-          stops.push(upstream.listen(this.publisher(session, provider, bus, streams)));
-          // Connected, so the upstream's own stream is open: a 2025 server's GET stream, a modern one's listen.
-          await upstream.describe(this.gateway.timeoutMs);
-        })
-        .catch((error: unknown) => this.onerror(error instanceof Error ? error : new Error(String(error))));
-    }
+      });
+    });
     return {
       serve,
+      hearing: this.hear(upstreams, session, bus, streams),
       streams,
       close: () => {
-        closed = true;
-        for (const stop of stops) stop();
+        upstreams.closed = true;
+        unwatch();
+        for (const { stop } of upstreams.heard.values()) stop();
+        upstreams.heard.clear();
         void handler.close();
       },
     };
+  }
+
+  /**
+   * Has the hub hear the upstreams of `session`'s providers (a 2025 server's GET stream, a modern one's listen
+   * stream), and no longer those of providers it no longer has or that are now reached otherwise (a new version,
+   * config or credentials make another upstream connection). Settles once each is heard, or as a listing waits on
+   * it (see bounded): a hung upstream holds back no stream. A later change follows for itself.
+   */
+  private async hear(
+    hub: HubUpstreams,
+    session: GatewaySession,
+    bus: InMemoryServerEventBus,
+    streams: Set<Stream>,
+  ): Promise<void> {
+    hub.current = session;
+    const kept = new Set(session.providers.map((provider) => provider.sessionProviderId));
+    for (const [id, { stop }] of hub.heard) {
+      if (kept.has(id)) continue;
+      stop();
+      hub.heard.delete(id);
+    }
+    const race = new FirstAnswer();
+    await Promise.all(
+      session.providers.map((provider) => {
+        const hearing = this.gateway.upstreamFor(session.instanceId, provider).then(async (upstream) => {
+          if (hub.closed || hub.current !== session) return;
+          const id = provider.sessionProviderId;
+          const heard = hub.heard.get(id);
+          if (heard?.upstream !== upstream) {
+            heard?.stop();
+            hub.heard.set(id, { upstream, stop: upstream.listen(this.publisher(hub, provider, bus, streams)) });
+          }
+          await upstream.listening(this.gateway.timeoutMs);
+        });
+        return this.bounded(race, hearing, "its changes are heard once it has.");
+      }),
+    );
   }
 
   /**
@@ -228,7 +273,7 @@ export class SessionSubscriptions {
    * update (its URI made session-wide) to each stream that follows it.
    */
   private publisher(
-    session: GatewaySession,
+    hub: HubUpstreams,
     provider: GatewaySessionProvider,
     bus: InMemoryServerEventBus,
     streams: Set<Stream>,
@@ -240,8 +285,9 @@ export class SessionSubscriptions {
         if (kind) {
           bus.publish({ kind } as ServerEvent);
         } else if (notification.method === "notifications/resources/updated" && typeof params?.uri === "string") {
-          // Under the URI each stream subscribed with (streams hear only theirs), for the resource or one above it.
-          const names = this.gateway.namespaces(session);
+          // Under the URI each stream subscribed with (streams hear only theirs), for the resource or one above it,
+          // named as the session now names it (a second provider prefixes every URI).
+          const names = this.gateway.namespaces(hub.current);
           for (const stream of streams) {
             const uri = names.updatedUri(provider.sessionProviderId, params.uri, stream.resources);
             if (uri !== undefined) stream.feed.push({ ...notification, params: { ...params, uri } });
@@ -250,6 +296,16 @@ export class SessionSubscriptions {
       },
       request: noClient,
     };
+  }
+
+  /**
+   * Waits on `work` for one upstream as a listing does: one that has not answered the list timeout after another
+   * did is left to finish meanwhile (`late` says what then), its failure reported.
+   */
+  private bounded(race: FirstAnswer, work: Promise<void>, late: string): Promise<void> {
+    return race.bound(work, this.gateway.listMs, undefined, late).catch((error: unknown) => {
+      this.onerror(error instanceof Error ? error : new Error(String(error)));
+    });
   }
 
   /**
@@ -268,9 +324,8 @@ export class SessionSubscriptions {
     let ended = false;
     const end = (target: T) => void unsubscribe(target).catch(() => {});
     const race = new FirstAnswer();
-    const late = "the stream is served without it until it has.";
     await Promise.all(
-      targets.map(async (locating) => {
+      targets.map((locating) => {
         const subscribing = locating.then(async (target) => {
           if (!target) return;
           located.push(target);
@@ -279,9 +334,7 @@ export class SessionSubscriptions {
           if (ended) end(target);
           else held.push(target);
         });
-        await race.bound(subscribing, this.gateway.listMs, undefined, late).catch((error: unknown) => {
-          this.onerror(error instanceof Error ? error : new Error(String(error)));
-        });
+        return this.bounded(race, subscribing, "the stream is served without it until it has.");
       }),
     );
     return {

@@ -288,7 +288,7 @@ export function mcpGatewayRouter(deps: AppDeps): {
   // subscriptions/listen streams are served per session, each with the change events of its own upstreams.
   const listWatchers = new SessionListWatchers(deps.changes);
   /** Announces the lists of `session` changed when it does (see SessionListWatchers), until stopped. */
-  const watchLists = (session: GatewaySession, announce: () => void) =>
+  const watchLists = (session: GatewaySession, announce: (now: GatewaySession) => void) =>
     listWatchers.watch(session, () => load(session.id), announce);
   const subscriptions = new SessionSubscriptions(gateway, perRequestServer, onerror, watchLists);
   /** The session's own changes reach a 2025 client on its connection, as its upstreams' list changes do. */

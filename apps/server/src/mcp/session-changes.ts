@@ -44,21 +44,27 @@ export class SessionListWatchers {
   }
 
   /**
-   * Calls `announce` whenever `session` changed in a way its lists show, until the returned function is called. A
-   * notice says only that something of the session may have changed (its secret, say, or every session's, when a
-   * shared row did): the session is read again and compared with what it was when last announced, or as given
-   * (read by the request that opened what watches it, so watching costs no read until a notice).
+   * Calls `announce` with the session as it now is whenever `session` changed in a way its lists show, until the
+   * returned function is called. A notice says only that something of the session may have changed (its secret,
+   * say, or every session's, when a shared row did): the session is read again and compared with what it was when
+   * last announced, or as given (read by the request that opened what watches it, so watching costs no read until a
+   * notice).
    */
-  watch(session: GatewaySession, load: () => Promise<GatewaySession | null>, announce: () => void): () => void {
+  watch(
+    session: GatewaySession,
+    load: () => Promise<GatewaySession | null>,
+    announce: (session: GatewaySession) => void,
+  ): () => void {
     if (!this.changes) return () => undefined;
     let stopped = false;
     // Each notice is compared in turn, after the one before it.
     let known = Promise.resolve(listedOf(session));
     const noticed = () => {
       known = known.then(async (previous) => {
-        const now = await load().then(listedOf, () => previous);
-        if (!stopped && previous !== null && now !== null && now !== previous) announce();
-        return now;
+        const now = await load().catch(() => undefined);
+        const listed = now === undefined ? previous : listedOf(now);
+        if (!stopped && now && previous !== null && listed !== null && listed !== previous) announce(now);
+        return listed;
       });
     };
     const watchers = this.bySession.get(session.id) ?? new Set();

@@ -210,6 +210,16 @@ export class Upstream {
   }
 
   /**
+   * Connects if needed and resolves once what the server announces outside any request is heard: a 2026-07-28
+   * server's listen stream is open (or failed to open). A 2025 server's GET stream is opened by connecting, with no
+   * acknowledgement to wait for.
+   */
+  async listening(timeoutMs: number): Promise<void> {
+    await this.describe(timeoutMs);
+    await this.relistening.catch(() => undefined);
+  }
+
+  /**
    * The status task `taskId` announced last on this connection, if it did lately: one announced before the task's
    * call was recorded found no record to write into.
    */

@@ -160,6 +160,22 @@ describe("a change of the session's providers", () => {
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("second_shout");
   });
 
+  it("has a listen stream hear the providers added while it is open", async () => {
+    const session = await newSession();
+    const stream = await modernListener(session, { toolsListChanged: true });
+    await addSecond(session);
+    await expect.poll(() => stream.heard, { timeout: 10_000, interval: 100 }).toContain("tools");
+    // Announced once the stream hears the new provider: its own list changes reach the stream from then on.
+    stream.heard.length = 0;
+    await stream.client.callTool({ name: "second_grow", arguments: {} });
+    await expect.poll(() => stream.heard, { timeout: 10_000, interval: 100 }).toContain("tools");
+    // A stream opened meanwhile (on the same process, beside the first) hears an update by the URI the session now
+    // gives it: with two providers, the provider's prefix.
+    const updates = await modernListener(session, { resourceSubscriptions: ["first+memo://today"] });
+    await updates.client.callTool({ name: "first_touch", arguments: {} });
+    await expect.poll(() => updates.heard, { timeout: 10_000, interval: 100 }).toContain("first+memo://today");
+  });
+
   it("is not announced for a change that leaves the lists as they were", async () => {
     const session = await newSession();
     const { client, heard } = await legacyListener(session);
