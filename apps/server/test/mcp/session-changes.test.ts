@@ -54,11 +54,11 @@ const CHANGES = [
 const bearer = (session: CreatedSession) => ({ headers: { Authorization: `Bearer ${session.secret}` } });
 const newSession = () => createSession(t.client, [{ provider_deployment: deploymentRef(deployments.first) }]);
 
-/** Adds the second provider to `session` through the API, as an operator would while clients are connected. */
-async function addSecond(session: CreatedSession): Promise<string> {
+/** Adds a provider (by default the second) to `session` through the API, as an operator would while clients are connected. */
+async function addProvider(session: CreatedSession, deployment = deployments.second): Promise<string> {
   const { data, response } = await t.client.POST("/sessions/{session_id}/providers", {
     params: { path: { session_id: session.id } },
-    body: { provider_deployment: deploymentRef(deployments.second) } as never,
+    body: { provider_deployment: deploymentRef(deployment) } as never,
   });
   expect(response.status).toBe(201);
   return (data as { id: string }).id;
@@ -131,7 +131,7 @@ describe("a change of the session's providers", () => {
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("shout");
     // The connection's GET stream carries what is announced outside any request.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await addSecond(session);
+    await addProvider(session);
     await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toEqual(expect.arrayContaining([...CHANGES]));
     // Two providers now: every key names its provider.
     expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(
@@ -142,7 +142,7 @@ describe("a change of the session's providers", () => {
   it("is announced to a 2026-07-28 client on its subscriptions/listen stream", async () => {
     const session = await newSession();
     const { client, heard } = await modernListener(session, { toolsListChanged: true });
-    await addSecond(session);
+    await addProvider(session);
     await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toContain("tools");
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("second_shout");
   });
@@ -155,7 +155,7 @@ describe("a change of the session's providers", () => {
     client.fallbackNotificationHandler = async (notification) => {
       heard.push(notification.method);
     };
-    await addSecond(session);
+    await addProvider(session);
     await expect.poll(() => heard, { timeout: 10_000, interval: 100 }).toEqual(expect.arrayContaining([...CHANGES]));
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("second_shout");
   });
@@ -163,7 +163,7 @@ describe("a change of the session's providers", () => {
   it("has a listen stream hear the providers added while it is open", async () => {
     const session = await newSession();
     const stream = await modernListener(session, { toolsListChanged: true });
-    await addSecond(session);
+    await addProvider(session);
     await expect.poll(() => stream.heard, { timeout: 10_000, interval: 100 }).toContain("tools");
     // Announced once the stream hears the new provider: its own list changes reach the stream from then on.
     stream.heard.length = 0;
@@ -174,6 +174,28 @@ describe("a change of the session's providers", () => {
     const updates = await modernListener(session, { resourceSubscriptions: ["first+memo://today"] });
     await updates.client.callTool({ name: "first_touch", arguments: {} });
     await expect.poll(() => updates.heard, { timeout: 10_000, interval: 100 }).toContain("first+memo://today");
+  });
+
+  it("has a listen stream stop hearing a provider removed while it is open", async () => {
+    const third = await startModernUpstream();
+    closers.push(() => third.close());
+    const provider = await remoteProvider(t.db, "third", third.url);
+    const deployment = await deployProvider(t.client, provider.providerId, "third");
+    const session = await newSession();
+    const stream = await modernListener(session, { toolsListChanged: true });
+    const added = await addProvider(session, deployment.id);
+    await expect.poll(() => stream.heard, { timeout: 10_000, interval: 100 }).toContain("tools");
+    // Only the stream's hub reaches this upstream: the gateway's listen stream to it is the hub's.
+    expect(third.listening).toBe(1);
+    stream.heard.length = 0;
+    const { response } = await t.client.DELETE("/sessions/{session_id}/providers/{session_provider_id}", {
+      params: { path: { session_id: session.id, session_provider_id: added } },
+    });
+    expect(response.status).toBe(200);
+    await expect.poll(() => stream.heard, { timeout: 10_000, interval: 100 }).toContain("tools");
+    // Nothing listens to the removed provider's upstream connection any more: it idles out like any other.
+    await upstreams.closeIdle(Number.MAX_SAFE_INTEGER);
+    await expect.poll(() => third.listening, { timeout: 10_000, interval: 100 }).toBe(0);
   });
 
   it("is not announced for a change that leaves the lists as they were", async () => {
@@ -189,7 +211,7 @@ describe("a change of the session's providers", () => {
       body: { name: "Renamed", metadata: { team: "blue" } } as never,
     });
     expect(response.status).toBe(200);
-    await addSecond(await newSession()); // another session's change, heard by this process too
+    await addProvider(await newSession()); // another session's change, heard by this process too
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(heard).toEqual([]);
   });

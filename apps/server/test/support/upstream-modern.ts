@@ -18,6 +18,8 @@ export interface ModernUpstream {
   url: string;
   /** Requests the server saw cancelled (by request id), e.g. by a client's `notifications/cancelled`. */
   cancelled: number;
+  /** How many `subscriptions/listen` streams are open to it now. */
+  listening: number;
   /** The methods it has no handler of its own for (its extensions', say) that it was sent, in order. */
   extensionCalls: string[];
   /** Its tasks (see upstream-tasks.ts), when it offers the Tasks extension. */
@@ -79,7 +81,7 @@ export async function startModernUpstream(
   options: { extensions?: ServerCapabilities["extensions"] } = {},
 ): Promise<ModernUpstream> {
   const extensions = options.extensions ?? { "io.toolplane.test/widgets": { version: 1 } };
-  const state = { cancelled: 0, extensionCalls: [] as string[] };
+  const state = { cancelled: 0, listening: 0, extensionCalls: [] as string[] };
   const grown: Tool[] = [];
   const offersTasks = extensions?.[TASKS_EXTENSION] !== undefined;
   const tasks = tasksExtension();
@@ -250,6 +252,10 @@ export async function startModernUpstream(
   app.use(express.json());
   const node = toNodeHandler(handler);
   app.all("/mcp", (req, res) => {
+    if (req.body?.method === "subscriptions/listen") {
+      state.listening++;
+      res.on("close", () => state.listening--);
+    }
     if (offersTasks && tasks.listens(req.body)) tasks.listen(req, res, handler.bus);
     else void node(req, res, req.body);
   });
@@ -260,6 +266,9 @@ export async function startModernUpstream(
     url: `http://127.0.0.1:${port}/mcp`,
     get cancelled() {
       return state.cancelled;
+    },
+    get listening() {
+      return state.listening;
     },
     extensionCalls: state.extensionCalls,
     tasks: tasks.state,
