@@ -277,7 +277,8 @@ describe("task status notifications on subscriptions/listen", () => {
   // names those it agreed to, and each status change is a `notifications/tasks` carrying the DetailedTask (as tasks/get
   // would return it, the result of a completed task included), on the stream (stamped with its subscription id).
   it("acknowledges the task ids and relays the upstream's notifications/tasks, session-wide", async () => {
-    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "streams", ms: 400 } });
+    // Still working once the stream is open (see the next test).
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "streams", ms: 3_000 } });
     const taskId = String(created.result?.taskId);
     const abort = new AbortController();
     const response = await fetch(endpointOf(t, session), {
@@ -348,14 +349,16 @@ describe("task status notifications on subscriptions/listen", () => {
   // Two clients following one task share the upstream connection and its listen stream: each hears every status,
   // and the upstream announces each once (so the record is written once per announcement, not once per client).
   it("relays to every listening client of the SDK v2, one upstream stream naming the task", async () => {
-    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "fans", ms: 400 } });
+    // Long enough to be still working once both streams are open: a task that ended before a stream named it is
+    // announced to no one (the fixture announces moves, not states), which on a loaded machine failed this test.
+    const created = await request("tools/call", { name: "tasks_report", arguments: { topic: "fans", ms: 4_000 } });
     const taskId = String(created.result?.taskId);
     const listeners = await Promise.all([listeningClient(), listeningClient()]);
     try {
       const subscriptions = await Promise.all(listeners.map(({ client }) => client.listen(followTasks([taskId]))));
       for (const { heard } of listeners) {
         await expect
-          .poll(() => heard.map((task) => task.status), { timeout: 10_000, interval: 50 })
+          .poll(() => heard.map((task) => task.status), { timeout: 20_000, interval: 50 })
           .toContain("completed");
         expect(heard.at(-1)).toMatchObject({ taskId, status: "completed" });
       }
