@@ -101,6 +101,15 @@ function originGuard(publicUrl: string) {
 }
 
 /** What a replica reads of a 2025-era connection (held anywhere) to serve one of its requests. */
+/** What a per-request MCP request carries to its server (in `authInfo.extra`), and what the server says back. */
+interface PerRequestExtra {
+  session: GatewaySession;
+  serving: ServingContext;
+  method?: string;
+  /** Set when the request failed with MethodNotFound in 2026-07-28 (an HTTP 404 then). */
+  methodNotFound?: boolean;
+}
+
 type StoredConnection = Pick<Row<"mcp_connections">, "protocol_version" | "client_capabilities" | "log_level">;
 
 /** A connection of a 2025-era client (Streamable HTTP session or legacy SSE stream) served by this process. */
@@ -278,13 +287,29 @@ export function mcpGatewayRouter(deps: AppDeps): {
 
   // One handler for every 2026-07-28 request (and stateless 2025 ones): the session travels in authInfo.
   const perRequestServer: McpServerFactory = async ({ authInfo }) => {
-    const extra = authInfo?.extra as { session: GatewaySession; serving: ServingContext; method?: string };
-    return sessionMcpServer(gateway, async () => extra.session, extra.serving, {
+    const extra = authInfo?.extra as unknown as PerRequestExtra;
+    const server = await sessionMcpServer(gateway, async () => extra.session, extra.serving, {
       instructions: extra.method === "server/discover" || extra.method === "initialize",
     });
+    server.onMethodNotFound = () => {
+      extra.methodNotFound = true;
+    };
+    return server;
   };
   const onerror = (error: Error) => deps.logger.warn({ err: error.message }, "MCP request failed");
-  const perRequestNode = toNodeHandler(createMcpHandler(perRequestServer, { onerror }));
+  const perRequestHandler = createMcpHandler(perRequestServer, { onerror });
+  // MCP 2026-07-28 answers MethodNotFound with HTTP 404 (see GatewayServer.onMethodNotFound); a JSON answer is
+  // still open to that, an SSE stream already under way is not.
+  const perRequestNode = toNodeHandler({
+    fetch: async (request, options) => {
+      const response = await perRequestHandler.fetch(request, options);
+      const notFound = (options?.authInfo?.extra as Partial<PerRequestExtra> | undefined)?.methodNotFound === true;
+      const json = response.headers.get("content-type")?.startsWith("application/json") === true;
+      return notFound && json && response.status === 200
+        ? new Response(response.body, { status: 404, headers: response.headers })
+        : response;
+    },
+  });
   // subscriptions/listen streams are served per session, each with the change events of its own upstreams.
   const listWatchers = new SessionListWatchers(deps.changes);
   /** Announces the lists of `session` changed when it does (see SessionListWatchers), until stopped. */

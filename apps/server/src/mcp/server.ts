@@ -133,6 +133,12 @@ export class GatewayServer extends TracedServer {
    * Set on servers of connections (canRequest).
    */
   applyLogLevel?: (level: LoggingLevel) => Promise<void>;
+  /**
+   * Told when a 2026-07-28 request failed with MethodNotFound (-32601), which that revision answers with HTTP 404
+   * (basic/transports, SEP-2575): the SDK gives the 404 only to a method it refuses before dispatch, not to one a
+   * handler refuses (no provider owns it) or an upstream refused. Set on per-request servers (router.ts).
+   */
+  onMethodNotFound?: () => void;
 
   protected override _wrapHandler(
     method: string,
@@ -159,8 +165,11 @@ export class GatewayServer extends TracedServer {
     });
   }
 
-  /** A handler that runs registered on this server's connection (see connectionId), a database outage said in MCP terms. */
-  private connectionHandler(
+  /**
+   * A handler that runs registered on this server's connection (see connectionId), a database outage said in MCP
+   * terms, a 2026-07-28 MethodNotFound told (see onMethodNotFound). Every handler is one, the fallback's included.
+   */
+  connectionHandler(
     serve: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
   ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
     const registered = (request: JSONRPCRequest, ctx: ServerContext) => {
@@ -175,6 +184,8 @@ export class GatewayServer extends TracedServer {
     };
     return (request, ctx) =>
       registered(request, ctx).catch((error: unknown) => {
+        const code = (error as { code?: unknown }).code;
+        if (code === ProtocolErrorCode.MethodNotFound && ctx.mcpReq.envelope !== undefined) this.onMethodNotFound?.();
         throw protocolErrorOf(error);
       });
   }
@@ -775,8 +786,8 @@ export async function sessionMcpServer(
   };
 
   /** Other requests the gateway has no merge rule for (methods of extensions, say): to the provider that owns them. */
-  server.fallbackRequestHandler = async (request, ctx) => {
-    const { mcpReq } = ctx as ServerContext;
+  server.fallbackRequestHandler = server.connectionHandler(async (request, ctx) => {
+    const { mcpReq } = ctx;
     // Only when the session declared no completions (no handler then): what a server without them answers.
     if (request.method === "completion/complete") {
       throw new ProtocolError(
@@ -794,7 +805,7 @@ export async function sessionMcpServer(
     const { provider, upstream } = await methodOwner(request.method, downstream(mcpReq));
     const params = request.params ? forwardedParams(request.params as Params, mcpReq, logLevelOf(mcpReq)) : undefined;
     return forward(ctx as ServerContext, provider, upstream, request.method, params) as never;
-  };
+  });
 
   /** The Skills extension's skills/list: every provider's skills as one listing (see skills.ts). */
   const skillsListing = async (ctx: ServerContext) => {

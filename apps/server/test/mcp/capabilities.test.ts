@@ -194,6 +194,43 @@ describe("requests for a provider without the capability", () => {
     expect(discoveries()).toBe(before);
   });
 
+  // MCP 2026-07-28 (basic/transports, SEP-2575): MethodNotFound is an HTTP 404, whether the one provider refused the
+  // method or no provider of the session can own it; a 2025 request keeps its JSON-RPC error in a 200.
+  it("answers a 2026-07-28 request of a method nobody serves with HTTP 404 and -32601", async () => {
+    const send = (session: CreatedSession, modern: boolean) =>
+      fetch(endpointOf(t, session), {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${session.secret}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...(modern ? { "mcp-protocol-version": "2026-07-28", "mcp-method": "widgets/render" } : {}),
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 7,
+          method: "widgets/render",
+          params: modern
+            ? {
+                _meta: {
+                  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                },
+              }
+            : {},
+        }),
+      });
+    for (const session of [bareOnly, all]) {
+      const answer = await send(session, true);
+      expect(answer.status).toBe(404);
+      expect(await answer.json()).toMatchObject({ id: 7, error: { code: -32601 } });
+    }
+    const legacy = await send(all, false);
+    expect(legacy.status).toBe(200);
+    expect(await legacy.text()).toContain('"code":-32601'); // on an SSE stream: the SDK's choice for 2025
+  });
+
   it("refuses a 2025 client's subscription to a resource of a provider without subscriptions, naming it", async () => {
     const client = await legacyClient(all);
     for (const slug of ["bare", "plain"]) {

@@ -80,9 +80,6 @@ const REVISIONS: Record<"2025-11-25" | "2026-07-28", Revision> = {
       // Not the gateway's: this scenario's raw requests go to the URL's path alone, without `?key=`, so the session
       // answers them 401 (the suite cannot send the secret any other way).
       "http-header-validation": "the suite drops ?key= on its raw requests (401)",
-      // sep-2575-http-server-method-not-found-404: an unknown method forwarded to the one provider comes back as the
-      // upstream's -32601, but in an HTTP 200, not the 404 the revision requires (the status is set before dispatch).
-      "server-stateless": "unknown methods forwarded upstream answer -32601 with HTTP 200, not 404",
     },
   },
 };
