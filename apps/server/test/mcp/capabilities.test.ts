@@ -1,13 +1,3 @@
-/**
- * What a session declares it can do, and what it does for a provider that cannot: capabilities at initialize (2025)
- * and server/discover (2026-07-28) made of its providers', completion/complete and resource subscriptions kept from
- * providers without them, and updates of a subscribed resource's sub-resources. Upstreams are SDK servers of both
- * eras offering what each test needs (upstream-resources.ts); clients are the official SDKs (v1 for 2025, v2 pinned
- * to 2026-07-28).
- */
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,6 +12,8 @@ import {
 } from "../support/upstream-resources.ts";
 import {
   type CreatedSession,
+  connectMcp,
+  connectModernMcp,
   createSession,
   deploymentRef,
   deployProvider,
@@ -44,27 +36,14 @@ const closers: (() => Promise<void>)[] = [];
 
 /** A 2025-era client (SDK v1). */
 async function legacyClient(session: CreatedSession) {
-  const client = new Client({ name: "legacy-client", version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(endpointOf(t, session), {
-      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
-    }),
-  );
+  const client = await connectMcp(t, session);
   closers.push(() => client.close());
   return client;
 }
 
 /** A client of MCP 2026-07-28 (SDK v2, pinned: it learns the capabilities from server/discover). */
 async function modernClient(session: CreatedSession) {
-  const client = new ModernClient(
-    { name: "modern-client", version: "1.0.0" },
-    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
-  );
-  await client.connect(
-    new ModernTransport(endpointOf(t, session), {
-      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
-    }),
-  );
+  const client = await connectModernMcp(t, session);
   closers.push(() => client.close());
   return client;
 }

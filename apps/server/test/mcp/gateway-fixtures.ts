@@ -1,3 +1,4 @@
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -100,6 +101,24 @@ export async function connectMcp(
       ? new SSEClientTransport(new URL(`${url.pathname}/sse`, url), { requestInit })
       : new StreamableHTTPClientTransport(url, { requestInit }),
   );
+  return client;
+}
+
+/**
+ * A client of MCP 2026-07-28 (the SDK v2, pinned: it learns the session's capabilities from server/discover) of
+ * `session`'s endpoint, authorised with `token`.
+ */
+export async function connectModernMcp(
+  t: Pick<TestServer, "url">,
+  session: CreatedSession,
+  token: string = session.secret,
+): Promise<ModernClient> {
+  const client = new ModernClient(
+    { name: "gateway-test", version: "1.0.0" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  const requestInit = { headers: { Authorization: `Bearer ${token}` } };
+  await client.connect(new ModernTransport(endpointOf(t, session), { requestInit }));
   return client;
 }
 

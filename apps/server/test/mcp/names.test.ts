@@ -4,9 +4,8 @@
  * upstreams (test/support/upstream-names.ts) and the official clients of both eras (SDK v1 for 2025, SDK v2 pinned to
  * 2026-07-28).
  */
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client as ModernClient } from "@modelcontextprotocol/client";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StartedTestServer } from "../support/server.ts";
@@ -20,10 +19,11 @@ import {
 } from "../support/upstream-names.ts";
 import {
   type CreatedSession,
+  connectMcp,
+  connectModernMcp,
   createSession,
   deploymentRef,
   deployProvider,
-  endpointOf,
   firstText,
   remoteProvider,
 } from "./gateway-fixtures.ts";
@@ -55,26 +55,13 @@ const eras: [string, (session: CreatedSession) => Promise<AnyClient>][] = [
 ];
 
 async function legacyClient(session: CreatedSession): Promise<Client> {
-  const client = new Client({ name: "names-legacy", version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(endpointOf(t, session), {
-      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
-    }),
-  );
+  const client = await connectMcp(t, session);
   closers.push(() => client.close());
   return client;
 }
 
 async function modernClient(session: CreatedSession): Promise<ModernClient> {
-  const client = new ModernClient(
-    { name: "names-modern", version: "1.0.0" },
-    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
-  );
-  await client.connect(
-    new ModernTransport(endpointOf(t, session), {
-      requestInit: { headers: { Authorization: `Bearer ${session.secret}` } },
-    }),
-  );
+  const client = await connectModernMcp(t, session);
   closers.push(() => client.close());
   return client;
 }
