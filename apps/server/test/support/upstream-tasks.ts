@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   CLIENT_CAPABILITIES_META_KEY,
   type JSONRPCRequest,
@@ -36,6 +37,19 @@ interface StoredTask {
   detail: Params;
   /** Runs when the client answers the task's input requests (`tasks/update`). */
   answered?: (responses: Params) => void;
+  /** Stops the task's work when it is cancelled. */
+  work: AbortController;
+}
+
+/** What a task's work can do while it runs: see its cancellation, and ask the client questions. */
+export interface RunningTask {
+  signal: AbortSignal;
+  /**
+   * Parks the task in `input_required` with these requests until the client has answered all of them (tasks.md
+   * "Task Update Requests": each tasks/update may answer a subset; answered keys leave `inputRequests`, unknown or
+   * already answered ones are ignored); resolves with the answers by key.
+   */
+  ask: (inputRequests: Params) => Promise<Params>;
 }
 
 export interface TasksUpstream {
@@ -55,8 +69,8 @@ const declared = (envelope: Params | undefined) => {
   const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Params } | undefined;
   return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
 };
-const declaresTasks = (ctx: ServerContext) => declared(ctx.mcpReq.envelope as Params | undefined);
-const missingTasksCapability = (what: string) =>
+export const declaresTasks = (ctx: ServerContext) => declared(ctx.mcpReq.envelope as Params | undefined);
+export const missingTasksCapability = (what: string) =>
   new MissingRequiredClientCapabilityError(
     { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
     `Missing required client capability: ${what} needs the Tasks extension`,
@@ -87,13 +101,12 @@ export class TasksServer extends Server {
 }
 
 /**
- * The fixture's tool `report` and the extension's methods. `report` (`topic`; `ask`: asks the client for a name
- * first; `fail`: ends in a JSON-RPC error; `requireTask`: refuses a client without the extension; `misbehave`:
- * makes a task for a client without the extension too, as MCP forbids; `ms`: how long it works, 50 by default)
- * answers a request that declared the extension with a CreateTaskResult, and any other with its result at once (or,
- * with `requireTask`, the -32021 error). A completed report links `memo://report/<topic>`.
+ * The extension's methods over a store of tasks, for a fixture's tools to create tasks in: `start` makes a task (its
+ * caller checks that the request declared the extension) and runs its work, which ends the task `completed` with the
+ * result it returns, or `failed` with the JSON-RPC error it throws (tasks.md "Task Status"); `tasks/cancel` ends it
+ * `cancelled` and aborts the work.
  */
-export function tasksExtension() {
+export function taskEngine() {
   const tasks = new Map<string, StoredTask>();
   const state: TasksUpstream = { requests: [], listens: [] };
   /** The open listen streams' task followers: each is told of every move of every task. */
@@ -104,14 +117,7 @@ export function tasksExtension() {
     Object.assign(task, { status, detail, lastUpdatedAt: now() });
     for (const follow of followers) follow(task);
   };
-  const reportResult = (topic: string, by?: string) => ({
-    content: [
-      { type: "resource_link", uri: `memo://report/${topic}`, name: `report on ${topic}` },
-      { type: "text", text: by ? `Report on ${topic} for ${by}` : `Report on ${topic}` },
-    ],
-    isError: false,
-  });
-  const view = ({ detail, answered: _answered, ...task }: StoredTask) => ({ ...task, ...detail });
+  const view = ({ detail, answered: _answered, work: _work, ...task }: StoredTask) => ({ ...task, ...detail });
   const owned = (params: Params, ctx: ServerContext, method: string) => {
     state.requests.push({ method, params });
     // tasks.md "Error Handling": -32021 for non-declaring clients, -32602 for an unknown task.
@@ -121,17 +127,8 @@ export function tasksExtension() {
     return task;
   };
 
-  const tool: Tool = {
-    name: "report",
-    description: "Writes a report, as a task for a client that supports tasks.",
-    inputSchema: { type: "object", properties: { topic: { type: "string" } } },
-  };
-  const call = (args: Params, ctx: ServerContext): Params => {
-    const topic = String(args.topic ?? "nothing");
-    if (!declaresTasks(ctx) && !args.misbehave) {
-      if (args.requireTask) throw missingTasksCapability("report");
-      return reportResult(topic);
-    }
+  /** Creates a task running `work` and answers its CreateTaskResult (the task is known to tasks/get at once). */
+  const start = (work: (task: RunningTask) => Promise<Params>): Params => {
     const createdAt = now();
     const task: StoredTask = {
       taskId: randomUUID(),
@@ -141,32 +138,35 @@ export function tasksExtension() {
       ttlMs: 60_000,
       pollIntervalMs: 20,
       detail: {},
+      work: new AbortController(),
     };
     tasks.set(task.taskId, task);
-    setTimeout(
-      () => {
-        if (args.fail) return move(task, "failed", { error: { code: -32603, message: "The archive is offline" } });
-        if (!args.ask) return move(task, "completed", { result: reportResult(topic) });
-        move(task, "input_required", {
-          inputRequests: {
-            name: {
-              method: "elicitation/create",
-              params: {
-                mode: "form",
-                message: "Who is the report for?",
-                requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
-              },
-            },
-          },
-        });
+    const ask = (inputRequests: Params) =>
+      new Promise<Params>((resolve) => {
+        const pending = { ...inputRequests };
+        const answers: Params = {};
+        move(task, "input_required", { inputRequests: { ...pending } });
         task.answered = (responses) => {
-          const name = (responses.name as { content?: { name?: string } } | undefined)?.content?.name;
-          if (name) move(task, "completed", { result: reportResult(topic, name) });
+          for (const [key, response] of Object.entries(responses)) {
+            if (!(key in pending)) continue;
+            answers[key] = response;
+            delete pending[key];
+          }
+          if (Object.keys(pending).length > 0) return move(task, "input_required", { inputRequests: { ...pending } });
+          task.answered = undefined;
+          move(task, "working");
+          resolve(answers);
         };
+      });
+    work({ signal: task.work.signal, ask }).then(
+      (result) => move(task, "completed", { result }),
+      (error: unknown) => {
+        if (task.work.signal.aborted) return;
+        const { code, message } = error instanceof ProtocolError ? error : { code: -32603, message: String(error) };
+        move(task, "failed", { error: { code, message } });
       },
-      Number(args.ms ?? 50),
     );
-    const { detail: _none, answered: _unset, ...created } = task;
+    const { detail: _none, answered: _unset, work: _work, ...created } = task;
     return { resultType: "task", ...created };
   };
 
@@ -184,7 +184,9 @@ export function tasksExtension() {
       return {};
     });
     server.setRequestHandler("tasks/cancel", { params: anyParams }, async (params, ctx) => {
-      move(owned(params, ctx, "tasks/cancel"), "cancelled");
+      const task = owned(params, ctx, "tasks/cancel");
+      move(task, "cancelled");
+      task.work.abort();
       return {};
     });
   };
@@ -235,7 +237,54 @@ export function tasksExtension() {
     const request = body as { method?: string; params?: { notifications?: Params } } | undefined;
     return request?.method === "subscriptions/listen" && Array.isArray(request.params?.notifications?.taskIds);
   };
-  return { tool, call, install, listen, listens, state };
+  return { start, install, listen, listens, state };
+}
+
+/**
+ * The fixture's tool `report` and the extension's methods. `report` (`topic`; `ask`: asks the client for a name
+ * first; `fail`: ends in a JSON-RPC error; `requireTask`: refuses a client without the extension; `misbehave`:
+ * makes a task for a client without the extension too, as MCP forbids; `ms`: how long it works, 50 by default)
+ * answers a request that declared the extension with a CreateTaskResult, and any other with its result at once (or,
+ * with `requireTask`, the -32021 error). A completed report links `memo://report/<topic>`.
+ */
+export function tasksExtension() {
+  const engine = taskEngine();
+  const reportResult = (topic: string, by?: string) => ({
+    content: [
+      { type: "resource_link", uri: `memo://report/${topic}`, name: `report on ${topic}` },
+      { type: "text", text: by ? `Report on ${topic} for ${by}` : `Report on ${topic}` },
+    ],
+    isError: false,
+  });
+  const tool: Tool = {
+    name: "report",
+    description: "Writes a report, as a task for a client that supports tasks.",
+    inputSchema: { type: "object", properties: { topic: { type: "string" } } },
+  };
+  const call = (args: Params, ctx: ServerContext): Params => {
+    const topic = String(args.topic ?? "nothing");
+    if (!declaresTasks(ctx) && !args.misbehave) {
+      if (args.requireTask) throw missingTasksCapability("report");
+      return reportResult(topic);
+    }
+    return engine.start(async (task) => {
+      await sleep(Number(args.ms ?? 50), undefined, { signal: task.signal });
+      if (args.fail) throw new ProtocolError(ProtocolErrorCode.InternalError, "The archive is offline");
+      if (!args.ask) return reportResult(topic);
+      const { name } = await task.ask({
+        name: {
+          method: "elicitation/create",
+          params: {
+            mode: "form",
+            message: "Who is the report for?",
+            requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+          },
+        },
+      });
+      return reportResult(topic, (name as { content?: { name?: string } } | undefined)?.content?.name);
+    });
+  };
+  return { ...engine, tool, call };
 }
 
 /** The core filter member and notification of each change event. */
