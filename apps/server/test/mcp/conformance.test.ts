@@ -37,8 +37,8 @@ interface Outcome {
 
 /**
  * Each revision's run: its upstream (the fixture of its era, which speaks only that era, so the session reaches it in
- * the revision under test), how many scenarios the revision requires, the scenarios the fixture itself fails (the
- * suite's extensions and pending ones that the SDK's serving does not do; they prove nothing about the gateway), and
+ * the revision under test), how many scenarios the revision requires, the scenarios the fixture itself fails (what
+ * the SDK's serving does not do; they prove nothing about the gateway), and
  * the scenarios the session is known to fail while the fixture passes them, each with the gateway bug that fails it.
  */
 interface Revision {
@@ -65,16 +65,6 @@ const REVISIONS: Record<"2025-11-25" | "2026-07-28", Revision> = {
     failingDirectly: [
       // SEP-2243 custom headers: the SDK checks Mcp-Param-* only for tools registered on its high-level McpServer.
       "http-custom-header-server-validation",
-      // The Tasks extension (SEP-2663), which the fixture does not offer.
-      "tasks-capability-negotiation",
-      "tasks-dispatch-and-envelope",
-      "tasks-lifecycle",
-      "tasks-mrtr-composition",
-      "tasks-mrtr-input",
-      "tasks-request-headers",
-      "tasks-request-state-removal",
-      "tasks-required-task-error",
-      "tasks-wire-fields",
     ],
     knownGatewayBugs: {
       // Not the gateway's: this scenario's raw requests go to the URL's path alone, without `?key=`, so the session

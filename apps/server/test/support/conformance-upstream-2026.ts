@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import {
   CLIENT_CAPABILITIES_META_KEY,
@@ -14,7 +15,6 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   ResourceNotFoundError,
-  Server,
   type Tool,
   validateHostHeader,
 } from "@modelcontextprotocol/server";
@@ -30,6 +30,14 @@ import {
   resources,
   resourceTemplates,
 } from "./conformance-upstream.ts";
+import {
+  declaresTasks,
+  missingTasksCapability,
+  type RunningTask,
+  TASKS_EXTENSION,
+  TasksServer,
+  taskEngine,
+} from "./upstream-tasks.ts";
 
 /**
  * The upstream of the conformance suite's 2026-07-28 run (`@modelcontextprotocol/conformance` 0.2.0-alpha.12,
@@ -37,7 +45,12 @@ import {
  * a hand-made layer over the SDK v1; this one is the SDK v2's own 2026 serving (`createMcpHandler`, which answers the
  * revision's header, `_meta`, version and method rules itself) with what the scenarios call: the content tools, resources and
  * prompts both eras share (conformance-upstream.ts), the input_required tools and prompt of SEP-2322, the diagnostic
- * tools of server-stateless (SEP-2575) and a tool with an `x-mcp-header` parameter (SEP-2243).
+ * tools of server-stateless (SEP-2575), a tool with an `x-mcp-header` parameter (SEP-2243), and the Tasks extension
+ * (SEP-2663, upstream-tasks.ts) with the tools its scenarios call: `greet` (never a task), `slow_compute` (a task for
+ * a client that declared the extension, answered at once for any other), and tools that refuse a client without it:
+ * `failing_job` (a tool error), `protocol_error_job` (a JSON-RPC error), `confirm_delete` and `multi_input` (ask the
+ * client during the task, once and twice at a time), and `test_tool_with_task` (an input_required round first, then
+ * a task).
  */
 
 const text = (s: string) => ({ content: [{ type: "text" as const, text: s }] });
@@ -46,6 +59,11 @@ const askName = (message: string, field: string) =>
   inputRequired.elicit({
     message,
     requestedSchema: { type: "object", properties: { [field]: { type: "string" } }, required: [field] },
+  });
+const askConfirm = (message: string) =>
+  inputRequired.elicit({
+    message,
+    requestedSchema: { type: "object", properties: { confirm: { type: "boolean" } }, required: ["confirm"] },
   });
 const confirm = inputRequired.elicit({
   message: "Please confirm",
@@ -87,14 +105,71 @@ const tools: Tool[] = [
       required: ["region"],
     },
   },
+  {
+    name: "greet",
+    description: "Greets synchronously",
+    inputSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+  },
+  {
+    name: "slow_compute",
+    description: "Works for `seconds`, as a task for a client that supports tasks",
+    inputSchema: { type: "object", properties: { seconds: { type: "number" }, label: { type: "string" } } },
+  },
+  { name: "failing_job", description: "A task that ends in a tool error", inputSchema: noArgs },
+  { name: "protocol_error_job", description: "A task that ends in a JSON-RPC error", inputSchema: noArgs },
+  {
+    name: "confirm_delete",
+    description: "A task that asks the client to confirm a deletion",
+    inputSchema: { type: "object", properties: { filename: { type: "string" } } },
+  },
+  { name: "multi_input", description: "A task that asks the client two things at once", inputSchema: noArgs },
+  { name: "test_tool_with_task", description: "Asks the user's name, then works as a task", inputSchema: noArgs },
 ];
+
+/** An elicitation answer's field when the user accepted, as the task's work reads it from its answers. */
+const accepted = (answer: unknown, field: string) => {
+  const { action, content } = (answer ?? {}) as { action?: string; content?: Record<string, unknown> };
+  return action === "accept" ? content?.[field] : undefined;
+};
+
+/** The work of the tools that run only as tasks: a client without the extension gets -32021 (tasks.md). */
+const taskOnly = new Map<
+  string,
+  (task: RunningTask, args: Record<string, unknown>) => Promise<Record<string, unknown>>
+>([
+  // A tool that ran and reported an error completes (isError); `failed` is for JSON-RPC errors (tasks.md).
+  ["failing_job", async () => ({ content: [{ type: "text", text: "The job failed" }], isError: true })],
+  [
+    "protocol_error_job",
+    async () => {
+      throw new ProtocolError(ProtocolErrorCode.InternalError, "The job crashed");
+    },
+  ],
+  [
+    "confirm_delete",
+    async ({ ask }, args) => {
+      const { confirm } = await ask({ confirm: askConfirm(`Delete ${String(args.filename)}?`) });
+      return text(accepted(confirm, "confirm") === true ? `Deleted ${String(args.filename)}` : "Nothing deleted");
+    },
+  ],
+  [
+    "multi_input",
+    async ({ ask }) => {
+      const answers = await ask({ name: askName("What is your name?", "name"), confirm: askConfirm("Proceed?") });
+      return text(
+        `Name: ${String(accepted(answers.name, "name"))}; confirmed: ${String(accepted(answers.confirm, "confirm"))}`,
+      );
+    },
+  ],
+]);
 
 /** Starts the fixture on a free 127.0.0.1 port (2026-07-28 only: 2025 requests are refused). */
 export async function startModernConformanceUpstream(): Promise<ConformanceUpstream> {
   const codec = createRequestStateCodec<RoundState>({ key: crypto.getRandomValues(new Uint8Array(32)) });
+  const tasks = taskEngine();
   const handler = createMcpHandler(
     () => {
-      const server = new Server(
+      const server = new TasksServer(
         { name: "conformance-upstream-2026", version: "1.0.0" },
         {
           capabilities: {
@@ -103,6 +178,7 @@ export async function startModernConformanceUpstream(): Promise<ConformanceUpstr
             prompts: { listChanged: true },
             logging: {},
             completions: {},
+            extensions: { [TASKS_EXTENSION]: {} },
           },
           // The caching scenario asks for hints on every cacheable result; the SDK's default (ttlMs 0, private) is one.
           cacheHints: { "tools/list": { ttlMs: 60_000, cacheScope: "public" } },
@@ -222,7 +298,34 @@ export async function startModernConformanceUpstream(): Promise<ConformanceUpstr
             return text("Mutation triggered");
           case "test_header_param":
             return text(`Region: ${String(args.region)}`);
+          case "greet":
+            return text(`Hello, ${String(args.name)}!`);
+          case "slow_compute": {
+            const seconds = Number(args.seconds ?? 0);
+            const done = () => text(`Computed ${String(args.label ?? "")} in ${seconds} s`);
+            if (!declaresTasks(ctx)) {
+              await sleep(seconds * 1000);
+              return done();
+            }
+            return tasks.start(async ({ signal }) => {
+              await sleep(seconds * 1000, undefined, { signal });
+              return done();
+            }) as never;
+          }
+          case "test_tool_with_task": {
+            // It always ends in a task: a client without the extension is refused before any round.
+            if (!declaresTasks(ctx)) throw missingTasksCapability(request.params.name);
+            // An input_required round before the task (tasks.md: input needed before creating it is MRTR's).
+            const name = elicited("user_name", "name");
+            if (name === undefined) return ask({ user_name: askName("What is your name?", "name") });
+            return tasks.start(async () => text(`Hello, ${name}!`)) as never;
+          }
           default: {
+            const work = taskOnly.get(request.params.name);
+            if (work) {
+              if (!declaresTasks(ctx)) throw missingTasksCapability(request.params.name);
+              return tasks.start((task) => work(task, args)) as never;
+            }
             const result = contentResult(request.params.name, args);
             if (!result)
               throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
@@ -230,6 +333,7 @@ export async function startModernConformanceUpstream(): Promise<ConformanceUpstr
           }
         }
       });
+      tasks.install(server);
       server.setRequestHandler("resources/list", async () => ({ resources }));
       server.setRequestHandler("resources/templates/list", async () => ({ resourceTemplates }));
       server.setRequestHandler("resources/read", async (request) => {
