@@ -6,6 +6,7 @@ import {
   type JSONRPCRequest,
   LOG_LEVEL_META_KEY,
   type LoggingLevel,
+  MissingRequiredClientCapabilityError,
   type Notification,
   PROTOCOL_VERSION_META_KEY,
   ProtocolError,
@@ -569,7 +570,7 @@ export async function sessionMcpServer(
    * Tasks, of 2025's core (MCP 2025-11-25) and of the Tasks extension (2026-07-28, SEP-2663): an upstream's task id
    * is made session-wide like a URI (`<slug>+<id>` with several providers), so tasks/get, tasks/result, tasks/update
    * and tasks/cancel reach the upstream that owns the task, and tasks/list merges them all. The answers pass through:
-   * the upstream checks what the request declared (the extension's -32021 is its own).
+   * the upstream checks what the request declared (but for the extension itself, see below).
    */
   const task = async (method: string, params: Params, ctx: ServerContext) => {
     const current = await session();
@@ -585,6 +586,19 @@ export async function sessionMcpServer(
           : undefined,
       );
       return { tasks: lists.flat() };
+    }
+    // tasks.md "Error Handling": the extension's methods from a 2026-07-28 request that did not declare it are -32021,
+    // whatever the task id. The gateway says so itself: an id no provider owns would otherwise be -32602, and a 2025
+    // upstream's task is translated here, without an upstream to refuse (sep-2663-tasks-methods-non-declaring).
+    if (
+      ctx.mcpReq.envelope !== undefined &&
+      EXTENSION_TASK_METHODS.has(method) &&
+      !declaresTasksExtension(clientCapabilities(server, ctx.mcpReq, serving))
+    ) {
+      throw new MissingRequiredClientCapabilityError(
+        { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+        `Missing required client capability: ${method} needs the Tasks extension`,
+      );
     }
     const taskId = String(params.taskId);
     const target = await gateway.locateTask(current, taskId, downstream(ctx.mcpReq)).catch((error: unknown) => {

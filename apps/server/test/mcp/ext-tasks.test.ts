@@ -414,6 +414,25 @@ describe("a client without the extension", () => {
       data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
     });
   });
+
+  // tasks.md "Error Handling" (the conformance check sep-2663-tasks-methods-non-declaring): -32021 for the
+  // extension's methods whatever the task id, also one that no provider of this two-provider session owns (the
+  // gateway's own -32602 once) and one of the upstream without the extension.
+  it("gets -32021 for tasks/get, tasks/update and tasks/cancel of any task", async () => {
+    for (const taskId of ["gate-test", "plain+t1", "tasks+t1"]) {
+      for (const method of ["tasks/get", "tasks/update", "tasks/cancel"]) {
+        const refused = await request(
+          method,
+          { taskId, ...(method === "tasks/update" ? { inputResponses: {} } : {}) },
+          {},
+        );
+        expect(refused.error, `${method} ${taskId}`).toMatchObject({
+          code: -32021,
+          data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+        });
+      }
+    }
+  });
 });
 
 describe("server/discover and unknown tasks", () => {
