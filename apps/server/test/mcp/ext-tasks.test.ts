@@ -679,6 +679,9 @@ describe("a 2025-11-25 upstream's task for a declaring 2026-07-28 client (transl
       const recorded = await recordedTask(legacy);
       expect(recorded).toMatchObject({ id: taskId.slice("kiln+".length), status: "failed", result: null, error });
       expect(JSON.stringify(recorded?.error)).toContain(BROKEN_TASK_ERROR.message);
+      // tasks.md "Error Handling": the gateway, which translates this task, refuses it to a request without the
+      // extension as an upstream of the extension would (-32021).
+      expect((await request("tasks/get", { taskId }, {}, legacy)).error).toMatchObject({ code: -32021 });
     });
 
     // tasks.md "Task Execution Errors": a tool result with `isError` is `completed`, the result inline (2025 ends
