@@ -9,6 +9,7 @@ import { type Config, loadConfig } from "./config.ts";
 import { DeployJobRunner } from "./custom-providers/job-runner.ts";
 import { createLogger } from "./http/logging.ts";
 import { createHttpServer } from "./http/server.ts";
+import { answeredRecords } from "./mcp/answered-records.ts";
 import { callLeaseMs, callsInFlight, failExpiredCalls } from "./mcp/gateway.ts";
 import { tasksFollowed } from "./mcp/task-follower.ts";
 import { observeDatabasePool } from "./observability/metrics.ts";
@@ -156,6 +157,8 @@ async function shutdown(signal: string) {
   force.unref();
   server.closeIdleConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  // Calls answered before their records were written (see Gateway.call): their writes end before the database.
+  await Promise.race([answeredRecords.written(), new Promise((resolve) => setTimeout(resolve, FAIL_CALLS_GRACE_MS))]);
   // Upstream MCP connections end with the server: stdio children are stopped, not orphaned (and tasks no longer
   // followed: their records keep the status last seen).
   tasksFollowed.stopAll();

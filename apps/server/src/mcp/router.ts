@@ -231,8 +231,8 @@ export function mcpGatewayRouter(deps: AppDeps): {
   router: Router;
   servePost: (req: IncomingMessage, res: ServerResponse, sessionId: string) => void;
 } {
-  const gateway = new Gateway(deps.db, deps.secrets, deps.publicUrl);
   const load = gatewaySessionLoader(deps.db, deps.secrets, deps.changes);
+  const gateway = new Gateway(deps.db, deps.secrets, deps.publicUrl, load);
   const access = new SessionAccess(deps, load);
   const checkOrigin = originGuard(deps.publicUrl);
   const connections = new LocalConnections();

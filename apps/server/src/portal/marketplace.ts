@@ -3,6 +3,7 @@ import type { components } from "@toolplane/types";
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
 import type { CatalogTool, OAuthFlowStatus, Row } from "../db/schema.ts";
+import { answeredRecords } from "../mcp/answered-records.ts";
 import { effectiveStatus } from "../oauth/flows.ts";
 import type { SignedIn } from "../resources/portal-consumers/service.ts";
 import type { ProviderDeploymentService } from "../resources/provider-deployments/service.ts";
@@ -287,6 +288,7 @@ export class Marketplace {
   }
 
   async recentToolCalls(consumerId: string, limit = 20): Promise<ToolCallView[]> {
+    await answeredRecords.written();
     const rows = await this.db
       .selectFrom("tool_calls as c")
       .innerJoin("sessions as s", "s.id", "c.session_id")

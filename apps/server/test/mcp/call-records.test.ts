@@ -1,19 +1,24 @@
 /**
  * When a tool call's record is written (src/mcp/gateway.ts, callRecordAfterMs): a call that ends within
- * TOOLPLANE_CALL_RECORD_AFTER_MS is written once, complete, before it is answered; a longer one is listed
- * `waiting_for_response` from then on; 0 writes every record as its call starts. The delay is read per call, so
- * each test sets its own. The client is the SDK v1 one, on a 2025 session.
+ * TOOLPLANE_CALL_RECORD_AFTER_MS is written once, complete, as it is answered (an MCP client's plain result goes
+ * out as the write is sent, see answersBeforeRecorded); a longer one is listed `waiting_for_response` from then on;
+ * 0 writes every record as its call starts. The delay is read per call, so each test sets its own. The client is
+ * the SDK v1 one, on a 2025 session, unless a test says otherwise.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { answeredRecords } from "../../src/mcp/answered-records.ts";
 import { upstreams } from "../../src/runtimes/pool.ts";
 import type { StartedTestServer } from "../support/server.ts";
 import type { ModernUpstream } from "../support/upstream-modern.ts";
 import {
   type CreatedSession,
   connectMcp,
+  connectModernMcp,
   createSession,
   deploymentRef,
   deployProvider,
@@ -139,6 +144,74 @@ describe("tool call records", () => {
     expect(await latestToolCall(t, session.id)).toMatchObject({
       status: "failed",
       error: { code: "provider_removed", message: expect.stringMatching(/removed from the session/) },
+    });
+    await client.close();
+  });
+});
+
+// A lock taken from another connection holds every write to tool_calls while reads go on (PGlite is one connection,
+// so these run on PostgreSQL only): what a client gets, and when, while its call's record cannot be written yet.
+describe.skipIf(!process.env.TEST_DATABASE_URL)("calls answered as their records are written (PostgreSQL)", () => {
+  /** Holds the table's writes until `release`; `holder` runs statements in the transaction that holds them. */
+  async function holdRecordWrites() {
+    const holder = new pg.Client({ connectionString: t.databaseUrl ?? "" });
+    await holder.connect();
+    await holder.query("begin");
+    await holder.query("lock table tool_calls in share row exclusive mode");
+    return {
+      holder,
+      release: async () => {
+        await holder.query("commit");
+        await holder.end();
+      },
+    };
+  }
+
+  it("answers clients of both eras while their records wait, and this process's API lists each call once written", async () => {
+    const session = await freshSession();
+    const [legacy, modern] = [await connectMcp(t, session), await connectModernMcp(t, session)];
+    const hold = await holdRecordWrites();
+    let listing: Promise<unknown> | undefined;
+    let listed = false;
+    try {
+      // Before the change both calls waited for the lock: the answer came only once the record was written.
+      expect(firstText(await legacy.callTool({ name: "shout", arguments: { text: "old" } }))).toBe("OLD");
+      expect(firstText(await modern.callTool({ name: "shout", arguments: { text: "new" } }))).toBe("NEW");
+      listing = latestToolCall(t, session.id).then((record) => {
+        listed = true;
+        return record;
+      });
+      await sleep(300);
+      expect(listed).toBe(false); // the API waits for the answered calls' writes
+    } finally {
+      await hold.release();
+    }
+    expect(await listing).toMatchObject({ status: "succeeded", tool_key: "shout", input: { text: "new" } });
+    const { data } = await t.client.GET("/sessions/{session_id}/tool-calls", {
+      params: { path: { session_id: session.id } },
+    });
+    expect(data?.items.map((call) => call.output)).toEqual([
+      expect.objectContaining({ content: [{ type: "text", text: "OLD" }] }),
+      expect.objectContaining({ content: [{ type: "text", text: "NEW" }] }),
+    ]);
+    await Promise.all([legacy.close(), modern.close()]);
+  });
+
+  it("records what the client got when its provider's removal commits while the answered call's record waits", async () => {
+    const session = await freshSession();
+    const client = await connectMcp(t, session);
+    const hold = await holdRecordWrites();
+    try {
+      expect(firstText(await client.callTool({ name: "shout", arguments: { text: "kept" } }))).toBe("KEPT");
+      // Committed with the lock's release, before the record's insert (which checks its provider) can run.
+      await hold.holder.query("update session_providers set status = 'removed' where session_id = $1", [session.id]);
+    } finally {
+      await hold.release();
+    }
+    await answeredRecords.written();
+    expect(await latestToolCall(t, session.id)).toMatchObject({
+      status: "succeeded",
+      output: { content: [{ type: "text", text: "KEPT" }] },
     });
     await client.close();
   });

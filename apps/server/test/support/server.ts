@@ -8,6 +8,7 @@ import { createApiKey, createInstance } from "../../src/auth/api-keys.ts";
 import type { ChangeFeed } from "../../src/db/changes.ts";
 import type { Db } from "../../src/db/database.ts";
 import { createHttpServer } from "../../src/http/server.ts";
+import { answeredRecords } from "../../src/mcp/answered-records.ts";
 import { SecretBox, type SecretKey } from "../../src/secrets/secret-box.ts";
 import { bundledSpec } from "../../src/spec.ts";
 import { createTestDatabase } from "./database.ts";
@@ -112,6 +113,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await answeredRecords.written(); // as main.ts shuts down
       await database.close();
     },
   };

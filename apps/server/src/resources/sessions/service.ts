@@ -8,6 +8,7 @@ import { newId } from "../../lib/ids.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { describedPatch } from "../../lib/patch.ts";
 import { iso } from "../../lib/time.ts";
+import { answeredRecords } from "../../mcp/answered-records.ts";
 import { invalid, providerColumns, resolveEntries } from "./provider-entries.ts";
 
 type Session = components["schemas"]["Session"];
@@ -224,6 +225,7 @@ export class SessionService {
 
   private async toolCallCounts(sessionIds: string[]): Promise<Map<string, number>> {
     if (sessionIds.length === 0) return new Map();
+    await answeredRecords.written();
     const rows = await this.db
       .selectFrom("tool_calls")
       .select(["session_id", (eb) => eb.fn.countAll<string>().as("n")])

@@ -5,6 +5,7 @@ import type { Db } from "../../db/database.ts";
 import type { Row } from "../../db/schema.ts";
 import { type ListParams, paginate } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
+import { answeredRecords } from "../../mcp/answered-records.ts";
 import type { Gateway } from "../../mcp/gateway.ts";
 import type { LoadGatewaySession } from "../../mcp/gateway-session.ts";
 
@@ -31,6 +32,7 @@ export class ToolCallService {
   /** The calls of the instance, or of one of its sessions; every filter holds (each is any-of). */
   async list(instanceId: string, filters: ToolCallFilters, sessionId?: string) {
     if (sessionId !== undefined) await this.assertSession(instanceId, sessionId);
+    await answeredRecords.written();
     let query = this.db
       .selectFrom("tool_calls as t")
       .innerJoin("sessions as s", "s.id", "t.session_id")
@@ -67,6 +69,7 @@ export class ToolCallService {
 
   async get(instanceId: string, id: string, sessionId?: string): Promise<ToolCall> {
     if (sessionId !== undefined) await this.assertSession(instanceId, sessionId);
+    await answeredRecords.written();
     let query = this.db
       .selectFrom("tool_calls as t")
       .innerJoin("sessions as s", "s.id", "t.session_id")
