@@ -100,7 +100,12 @@ function originGuard(publicUrl: string) {
   };
 }
 
-/** What a replica reads of a 2025-era connection (held anywhere) to serve one of its requests. */
+/**
+ * How long a 2025-11-25 client whose SSE answer broke waits before it reconnects with Last-Event-ID (the `retry` of
+ * the answer's priming event, SEP-1699): the SDK client's own first reconnection delay.
+ */
+const RECONNECT_MS = 1_000;
+
 /** What a per-request MCP request carries to its server (in `authInfo.extra`), and what the server says back. */
 interface PerRequestExtra {
   session: GatewaySession;
@@ -110,6 +115,7 @@ interface PerRequestExtra {
   methodNotFound?: boolean;
 }
 
+/** What a replica reads of a 2025-era connection (held anywhere) to serve one of its requests. */
 type StoredConnection = Pick<Row<"mcp_connections">, "protocol_version" | "client_capabilities" | "log_level">;
 
 /** A connection of a 2025-era client (Streamable HTTP session or legacy SSE stream) served by this process. */
@@ -506,8 +512,9 @@ export function mcpGatewayRouter(deps: AppDeps): {
       .execute();
     let lane: SessionLane | undefined;
     const transport = new NodeStreamableHTTPServerTransport({
-      // A client whose stream broke reconnects with Last-Event-ID and gets what it missed.
-      ...(replayLimit() > 0 ? { eventStore: new ReplayBuffer() } : {}),
+      // A client whose stream broke reconnects with Last-Event-ID and gets what it missed: each SSE answer opens
+      // with a priming event (its id, and the reconnection delay as `retry`, SEP-1699) for 2025-11-25 clients.
+      ...(replayLimit() > 0 ? { eventStore: new ReplayBuffer(), retryInterval: RECONNECT_MS } : {}),
       sessionIdGenerator: () => connectionId,
       onsessioninitialized: (id) => {
         connections.set(id, { sessionId, transport, ...(lane ? { lane } : {}) });

@@ -706,6 +706,43 @@ describe("resumable streams (2025 sessions)", () => {
     expect(missed[0]?.id).not.toBe(seen?.id);
     await replayed.return(undefined);
   });
+
+  // MCP 2025-11-25 basic/transports (SEP-1699): a server that answers a POST with an SSE stream SHOULD open it with an
+  // event that has an id and empty data, so the client can resume it, and MAY say how long to wait before
+  // reconnecting (`retry`). A client that declares sampling gets its calls' answers on the SDK's stream.
+  it("opens a 2025-11-25 client's SSE answer with a priming event carrying its id and reconnection delay", async () => {
+    const headers = { ...mcpHeaders(onlyModern.secret), "mcp-protocol-version": "2025-11-25" };
+    const initialized = await fetch(endpointOf(t, onlyModern), {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-11-25",
+          capabilities: { sampling: {} },
+          clientInfo: { name: "raw", version: "1" },
+        },
+      }),
+    });
+    await initialized.text();
+    const session = { ...headers, "mcp-session-id": initialized.headers.get("mcp-session-id") ?? "" };
+    const call = await fetch(endpointOf(t, onlyModern), {
+      method: "POST",
+      headers: session,
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: { name: "shout", arguments: { text: "x" } },
+      }),
+    });
+    expect(call.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const [priming, answer] = (await call.text()).split("\n\n");
+    expect(priming).toMatch(/^id: \S+\nretry: 1000\ndata: $/);
+    expect(answer).toContain('"text":"X"');
+  });
 });
 
 describe("access", () => {
