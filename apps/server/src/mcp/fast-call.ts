@@ -3,6 +3,7 @@ import {
   CLIENT_INFO_META_KEY,
   type ClientCapabilities,
   classifyInboundRequest,
+  type Implementation,
   isJsonContentType,
   LOG_LEVEL_META_KEY,
   MissingRequiredClientCapabilityError,
@@ -11,7 +12,6 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   type Result,
-  SERVER_INFO_META_KEY,
 } from "@modelcontextprotocol/server";
 import type { Request, Response } from "express";
 import { HEADER_MISMATCH } from "../runtimes/param-headers.ts";
@@ -23,6 +23,7 @@ import {
   GATEWAY_INFO,
   type PerRequestCaller,
   protocolErrorOf,
+  withServerInfo,
 } from "./server.ts";
 
 type Params = Record<string, unknown>;
@@ -167,7 +168,8 @@ export async function answerFastCall(res: Response, call: FastCall, caller: PerR
   try {
     const result = await callToolPerRequest(caller, request, call.params);
     assertQuestionsDeclared(result, call.capabilities);
-    response = { result: encoded(result), jsonrpc: "2.0", id: call.id };
+    const identity = caller.gateway.upstreamIdentity(await caller.session()) ?? GATEWAY_INFO;
+    response = { result: encoded(result, identity), jsonrpc: "2.0", id: call.id };
   } catch (thrown) {
     response = errorResponse(call.id, thrown);
     // The SDK answers an undeclared capability, and headers that disagree with the body, with the validation
@@ -295,20 +297,17 @@ function errorResponse(id: string | number, thrown: unknown): Params {
 
 /**
  * The result as the SDK's server puts it on the 2026-07-28 wire: a tool result without content gets `content: []`,
- * `resultType` is `complete` unless the handler said otherwise (`input_required`), and `_meta` names this server
- * unless the result names one already.
+ * `resultType` is `complete` unless the handler said otherwise (`input_required`), and `_meta` names the server
+ * (`identity`: the session's, see sessionMcpServer) unless the result names one already.
  */
-function encoded(result: Result): Params {
+function encoded(result: Result, identity: Implementation): Params {
   let out: Params = result;
   const inputRequired = out.resultType !== undefined && out.resultType !== "complete";
   if (!inputRequired && out.content === undefined && !FOREIGN_RESULT_KEYS.some((key) => key in out)) {
     out = { ...out, content: [] };
   }
   if (out.resultType === undefined) out = { ...out, resultType: "complete" };
-  const meta = out._meta;
-  if (meta === undefined) return { ...out, _meta: { [SERVER_INFO_META_KEY]: GATEWAY_INFO } };
-  if (!isPlainObject(meta) || meta[SERVER_INFO_META_KEY] !== undefined) return out;
-  return { ...out, _meta: { ...meta, [SERVER_INFO_META_KEY]: GATEWAY_INFO } };
+  return out._meta === undefined || isPlainObject(out._meta) ? withServerInfo(out, identity) : out;
 }
 
 /** The revisions of a 2025-era session whose tools/calls the session lane answers (or no MCP-Protocol-Version). */

@@ -1,4 +1,4 @@
-import type { ClientCapabilities, Progress } from "@modelcontextprotocol/client";
+import type { ClientCapabilities, Implementation, Progress } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode, UriTemplate } from "@modelcontextprotocol/server";
 import { ApiError } from "@toolplane/server-stubs";
 import { CompiledQuery, type Insertable, sql } from "kysely";
@@ -592,6 +592,16 @@ export class Gateway {
     } catch (error) {
       throw asFailure(error);
     }
+  }
+
+  /**
+   * Who a session of one provider is to its clients: that provider's server, by the identity (`serverInfo`) it gave
+   * when this process last reached it. Undefined with several providers (the gateway is then the one server its
+   * clients see) and before the server was first reached.
+   */
+  upstreamIdentity(session: GatewaySession): Implementation | undefined {
+    const [only, ...others] = session.providers;
+    return only && others.length === 0 ? this.pool.identityOf(only.sessionProviderId) : undefined;
   }
 
   /** Whether an upstream speaks 2026-07-28 (connecting first if needed). */

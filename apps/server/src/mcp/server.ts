@@ -3,6 +3,7 @@ import {
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
   type ClientCapabilities,
+  type Implementation,
   type JSONRPCRequest,
   LOG_LEVEL_META_KEY,
   type LoggingLevel,
@@ -140,6 +141,12 @@ export class GatewayServer extends TracedServer {
    * handler refuses (no provider owns it) or an upstream refused. Set on per-request servers (router.ts).
    */
   onMethodNotFound?: () => void;
+  /**
+   * The identity a 2026-07-28 result gives as its server's (`_meta` serverInfo), when it is not the server's own
+   * (see sessionMcpServer): looked up when the result is ready, so the first request that reaches the upstream
+   * already names it.
+   */
+  identity?: () => Promise<Implementation | undefined>;
 
   protected override _wrapHandler(
     method: string,
@@ -184,12 +191,29 @@ export class GatewayServer extends TracedServer {
       });
     };
     return (request, ctx) =>
-      registered(request, ctx).catch((error: unknown) => {
-        const code = (error as { code?: unknown }).code;
-        if (code === ProtocolErrorCode.MethodNotFound && ctx.mcpReq.envelope !== undefined) this.onMethodNotFound?.();
-        throw protocolErrorOf(error);
-      });
+      registered(request, ctx).then(
+        (result) => this.withIdentity(result, ctx),
+        (error: unknown) => {
+          const code = (error as { code?: unknown }).code;
+          if (code === ProtocolErrorCode.MethodNotFound && ctx.mcpReq.envelope !== undefined) this.onMethodNotFound?.();
+          throw protocolErrorOf(error);
+        },
+      );
   }
+
+  /** A 2026-07-28 result named as `identity` says (the SDK names the server's own on a result that names none). */
+  private async withIdentity(result: Result, ctx: ServerContext): Promise<Result> {
+    if (ctx.mcpReq.envelope === undefined || !this.identity) return result;
+    const identity = await this.identity();
+    return identity ? withServerInfo(result, identity) : result;
+  }
+}
+
+/** `result` naming `identity` as its server (`_meta` serverInfo), unless it names one already. */
+export function withServerInfo(result: Result, identity: Implementation): Result {
+  const meta = result._meta as Params | undefined;
+  if (meta?.[SERVER_INFO_META_KEY] !== undefined) return result;
+  return { ...result, _meta: { ...meta, [SERVER_INFO_META_KEY]: identity } };
 }
 
 /**
@@ -244,7 +268,8 @@ export async function sessionMcpServer(
 ): Promise<GatewayServer> {
   // What the client learns at initialize or server/discover: the upstreams' capabilities and instructions
   // (requests built for other methods need neither: see sessionCapabilities).
-  const described = options.instructions ? await gateway.describe(await session()) : null;
+  const current = await session();
+  const described = options.instructions ? await gateway.describe(current) : null;
   const offered = {
     tasks: tasksOffered,
     extensions: (d: Described) => extensionsOffered(d.capabilities, d.modern),
@@ -253,15 +278,18 @@ export async function sessionMcpServer(
   const merged = (capability: keyof typeof offered) => mergedCapability((described ?? []).map(offered[capability]));
   const [tasks, extensions, experimental] = [merged("tasks"), merged("extensions"), merged("experimental")];
   const capabilities = sessionCapabilities(described);
-  const server = new GatewayServer(GATEWAY_INFO, {
+  // A session of one provider is that provider's server to its clients: its identity and instructions, as
+  // directly; with several providers the gateway is the one server they see.
+  const server = new GatewayServer(gateway.upstreamIdentity(current) ?? GATEWAY_INFO, {
     capabilities: {
       ...capabilities,
       ...(tasks ? { tasks } : {}),
       ...(extensions ? { extensions } : {}),
       ...(experimental ? { experimental } : {}),
     } as ServerCapabilities,
-    instructions: mergedInstructions(described ?? []),
+    instructions: sessionInstructions(current, described ?? []),
   });
+  server.identity = async () => gateway.upstreamIdentity(await session());
   server.connectionId = serving.connectionId;
 
   /** The level a 2025 client of this connection set with logging/setLevel (it gets every message until then). */
@@ -1306,7 +1334,9 @@ function sessionCapabilities(described: Described[] | null): ServerCapabilities 
   };
 }
 
-function mergedInstructions(described: Described[]): string {
+/** The upstreams' instructions: a one-provider session's as its server gave them, else each under its provider. */
+function sessionInstructions(session: GatewaySession, described: Described[]): string | undefined {
+  if (session.providers.length === 1) return described[0]?.instructions;
   const parts = described.filter((d) => d.instructions).map((d) => `## ${d.provider.providerSlug}\n${d.instructions}`);
   return [BASE_INSTRUCTIONS, ...parts].join("\n\n");
 }

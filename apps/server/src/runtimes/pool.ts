@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import {
   type Client,
   type ClientCapabilities,
+  type Implementation,
   type LoggingLevel,
   type McpSubscription,
   type Notification,
@@ -153,6 +154,8 @@ export class Upstream {
    * connected again, so that what the session declares does not change with it (see sessionCapabilities).
    */
   lastOffered: ServerCapabilities | undefined;
+  /** Told of the server's identity (its `serverInfo`) each time a connection to it opens. */
+  onIdentity?: (serverInfo: Implementation) => void;
   lastUsedAt = Date.now();
   private inFlight = 0;
   private client: Promise<Client> | null = null;
@@ -599,6 +602,8 @@ export class Upstream {
     if (client.getProtocolEra() === "modern") relayTaskResults(transport);
     this.runId = newId("prn");
     this.lastOffered = client.getServerCapabilities() ?? {};
+    const identity = client.getServerVersion();
+    if (identity) this.onIdentity?.(identity);
     // A direct call answers only a ping of what a 2025 server may ask on its stream: a connection that relays
     // sampling, elicitation or roots keeps the calls to such a server on the SDK client.
     const direct = directTargetOf(this.target, client, CLIENT_NAME, this.capabilities);
@@ -883,6 +888,8 @@ export function relayedCapabilities(capabilities: ClientCapabilities | undefined
  */
 export class UpstreamPool {
   private readonly upstreams = new Map<string, Upstream>();
+  /** The identity each session provider's server gave when one of its connections last opened here. */
+  private readonly identities = new Map<string, Implementation>();
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(private readonly idleMs = envMs("TOOLPLANE_UPSTREAM_IDLE_MS", 300_000)) {}
@@ -901,6 +908,7 @@ export class UpstreamPool {
     let upstream = this.upstreams.get(key);
     if (!upstream) {
       upstream = new Upstream(target, capabilities);
+      upstream.onIdentity = (identity) => this.identities.set(sessionProviderId, identity);
       this.upstreams.set(key, upstream);
       this.sweeper ??= setInterval(() => void this.closeIdle(), Math.min(this.idleMs, 60_000)).unref();
     }
@@ -911,20 +919,35 @@ export class UpstreamPool {
     return this.upstreams.size;
   }
 
+  /**
+   * The identity (`serverInfo`) a session provider's server gave when this process last connected to it, kept while
+   * the connection is down or being opened again; undefined until one opened.
+   */
+  identityOf(sessionProviderId: string): Implementation | undefined {
+    return this.identities.get(sessionProviderId);
+  }
+
   async closeIdle(now = Date.now()): Promise<void> {
     const stale = [...this.upstreams].filter(([, u]) => u.idle && now - u.lastUsedAt >= this.idleMs);
     for (const [key] of stale) this.upstreams.delete(key);
+    const connected = new Set([...this.upstreams.keys()].map(sessionProviderOf));
+    for (const [key] of stale)
+      if (!connected.has(sessionProviderOf(key))) this.identities.delete(sessionProviderOf(key));
     await Promise.all(stale.map(([, u]) => u.close()));
   }
 
   async closeAll(): Promise<void> {
     const all = [...this.upstreams.values()];
     this.upstreams.clear();
+    this.identities.clear();
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = null;
     await Promise.all(all.map((u) => u.close()));
   }
 }
+
+/** The session provider of a pool key (`<session provider id>:<fingerprint>`). */
+const sessionProviderOf = (key: string) => key.slice(0, key.indexOf(":"));
 
 /** The one pool of this process: the gateway and the tool-calls API share its connections. */
 export const upstreams = new UpstreamPool();

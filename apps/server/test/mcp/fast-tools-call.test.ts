@@ -111,7 +111,7 @@ async function bothLanes(call: Call) {
 }
 
 describe("the fast lane answers like the SDK", () => {
-  it("a successful call: the same JSON result, resultType and server identity", async () => {
+  it("a successful call: the same JSON result, resultType and server identity (the one provider's own)", async () => {
     const call = { name: "shout", arguments: { text: "hi" } };
     expect(takesFastLane(call)).toBe(true);
     const { fast, sdk } = await bothLanes(call);
@@ -123,7 +123,7 @@ describe("the fast lane answers like the SDK", () => {
         result: {
           content: [{ type: "text", text: "HI" }],
           resultType: "complete",
-          _meta: { "io.modelcontextprotocol/serverInfo": { name: "toolplane-gateway" } },
+          _meta: { "io.modelcontextprotocol/serverInfo": { name: "modern-upstream", version: "1.0.0" } },
         },
       },
     });

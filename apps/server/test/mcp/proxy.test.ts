@@ -59,6 +59,12 @@ let extended: CreatedSession;
 let onlyModern: CreatedSession;
 let onlyEverything: CreatedSession;
 const closers: (() => Promise<void>)[] = [];
+/** The `_meta` every raw 2026-07-28 request of these tests carries. */
+const modernEnvelope = {
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+  "io.modelcontextprotocol/clientCapabilities": {},
+};
 
 /** A 2025-era client (SDK v1) with the given capabilities. */
 async function legacyClient(session: CreatedSession, capabilities: Record<string, unknown> = {}) {
@@ -151,6 +157,48 @@ describe("both eras on one URL", () => {
   it("answers server/discover with the merged instructions of the upstreams", async () => {
     const now = await modernClient(onlyModern);
     expect(now.getInstructions()).toContain("Modern upstream: shouts and counts down.");
+  });
+
+  // A session of one provider is that provider's server to its clients, which cannot tell it from talking to the
+  // server directly; with several providers the gateway is the one server they see.
+  it("shows a one-provider session as its upstream's own server, to clients of both eras", async () => {
+    const direct = new Client({ name: "direct-client", version: "1.0.0" });
+    await direct.connect(new StreamableHTTPClientTransport(new URL(everything.url)));
+    closers.push(() => direct.close());
+    const old = await legacyClient(onlyEverything);
+    expect(old.getServerVersion()).toEqual(direct.getServerVersion());
+    expect(old.getInstructions()).toEqual(direct.getInstructions());
+
+    const now = await modernClient(onlyModern);
+    expect(now.getServerVersion()).toMatchObject({ name: "modern-upstream", version: "1.0.0" });
+    expect(now.getInstructions()).toBe("Modern upstream: shouts and counts down.");
+    // Every 2026-07-28 result names it too: a listing the gateway merged, and a call answered by a 2025 upstream
+    // (whose results name no server): a call (the fast lane) and listings (the SDK's path).
+    const serverOf = async (session: CreatedSession, method: string, params: Record<string, unknown>) => {
+      const res = await fetch(endpointOf(t, session), {
+        method: "POST",
+        headers: {
+          ...mcpHeaders(session.secret),
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": method,
+          ...(typeof params.name === "string" ? { "mcp-name": params.name } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { ...params, _meta: modernEnvelope } }),
+      });
+      const body = (await res.json()) as { result: { _meta?: Record<string, unknown> } };
+      return body.result._meta?.["io.modelcontextprotocol/serverInfo"];
+    };
+    expect(await serverOf(onlyModern, "tools/list", {})).toMatchObject({ name: "modern-upstream" });
+    const echo = { name: "echo", arguments: { message: "who" } };
+    expect(await serverOf(onlyEverything, "tools/call", echo)).toEqual(direct.getServerVersion());
+    expect(await serverOf(onlyEverything, "tools/list", {})).toEqual(direct.getServerVersion());
+  });
+
+  it("shows a session of several providers as the gateway, each provider's instructions under its slug", async () => {
+    const old = await legacyClient(mixed);
+    expect(old.getServerVersion()).toMatchObject({ name: "toolplane-gateway" });
+    expect(old.getInstructions()).toMatch(/^One MCP server for every provider[\s\S]*\n## modern\nModern upstream/);
+    expect((await modernClient(mixed)).getServerVersion()).toMatchObject({ name: "toolplane-gateway" });
   });
 });
 
