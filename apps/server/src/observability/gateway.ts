@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { CallOutcome } from "../mcp/gateway.ts";
 import type { GatewaySessionProvider } from "../mcp/gateway-session.ts";
-import { countToolCall } from "./metrics.ts";
+import { countToolCall, upstreamLabelOf } from "./metrics.ts";
 
 /**
  * Where the gateway's own log lines go (upstream failures, OAuth token refreshes that failed). The gateway is shared
@@ -13,6 +13,14 @@ export function logGatewayTo(processLogger: Logger): void {
   logger = processLogger;
 }
 export const gatewayLog = (): Logger | null => logger;
+
+/**
+ * An upstream's listing that the gateway stopped reading before its last page: the server gave a cursor it had
+ * given before (it would never end), or more pages than the gateway reads. What was read is what the session lists.
+ */
+export function upstreamListingCut(upstream: object, method: string, pages: number, reason: string): void {
+  logger?.warn({ provider: upstreamLabelOf(upstream), method, pages, reason }, "upstream listing cut short");
+}
 
 /**
  * A finished tool call: counted and timed under its provider, and a call an upstream failed (timed out, could not

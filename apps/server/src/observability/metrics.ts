@@ -153,11 +153,14 @@ export function labelUpstream(upstream: object, provider: string): void {
   upstreamLabels.set(upstream, provider);
 }
 
+/** The provider an upstream connection belongs to, as labelUpstream named it. */
+export const upstreamLabelOf = (upstream: object): string => upstreamLabels.get(upstream) ?? "unknown";
+
 /** An upstream connection opened or closed; idempotent, so every reset may report a close. */
 export function upstreamConnection(upstream: object, open: boolean): void {
   const counted = openUpstreams.get(upstream);
   if (open && counted === undefined) {
-    const provider = upstreamLabels.get(upstream) ?? "unknown";
+    const provider = upstreamLabelOf(upstream);
     openUpstreams.set(upstream, provider);
     upstreamConnections.inc({ provider });
   } else if (!open && counted !== undefined) {

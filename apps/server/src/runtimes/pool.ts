@@ -22,6 +22,7 @@ import { LoggingLevelSchema } from "@modelcontextprotocol/core";
 import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { type Freshness, freshnessOf, mergedFreshness, STALE, UNLIMITED } from "../lib/freshness.ts";
 import { newId } from "../lib/ids.ts";
+import { upstreamListingCut } from "../observability/gateway.ts";
 import { upstreamConnection } from "../observability/metrics.ts";
 import { createClient, createTransport, directTargetOf, type UpstreamTarget } from "./connect.ts";
 import { callDirect, DirectCallRedirected, type DirectTarget, directCallableName } from "./direct-call.ts";
@@ -106,6 +107,12 @@ interface CachedList {
  * (TOOLPLANE_UPSTREAM_LIST_CACHE_MS, default 30 s).
  */
 export const listCacheMs = () => envMs("TOOLPLANE_UPSTREAM_LIST_CACHE_MS", 30_000);
+
+/**
+ * The most pages of one list the gateway reads of an upstream (at a typical 50-100 items a page, tens of thousands
+ * of items); a server with more is listed as far as that.
+ */
+const MAX_LIST_PAGES = 1_000;
 
 /** The lists an upstream is asked for, with the result member that holds each. */
 export const LISTS = {
@@ -249,12 +256,27 @@ export class Upstream {
       }
       const items: Item[] = [];
       const pages: Freshness[] = [];
+      const cursors = new Set<string>();
       let cursor: string | undefined;
       do {
         const page = await client.request({ method, params: cursor ? { cursor } : {} }, unchecked, options);
         items.push(...((page[LISTS[method]] as Item[] | undefined) ?? []));
         pages.push(freshnessOf(page, Date.now()));
         cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined;
+        // A server that hands out a cursor again would be read until the deadline, its items piling up meanwhile.
+        const cut =
+          cursor === undefined
+            ? null
+            : cursors.has(cursor)
+              ? "repeated cursor"
+              : pages.length >= MAX_LIST_PAGES
+                ? "page limit"
+                : null;
+        if (cut) {
+          upstreamListingCut(this, method, pages.length, cut);
+          break;
+        }
+        if (cursor !== undefined) cursors.add(cursor);
       } while (cursor);
       const until = capability.listChanged === true ? Number.POSITIVE_INFINITY : readAt + listCacheMs();
       this.lists.set(method, { items, readAt, until, freshness: mergedFreshness(pages) });
