@@ -6,12 +6,10 @@
  */
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { toNodeHandler } from "@modelcontextprotocol/node";
 import { createMcpHandler, Server, type Tool } from "@modelcontextprotocol/server";
-import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
-import { listenOnLoopback } from "../support/loopback.ts";
+import { serveMcpOnLoopback } from "../support/loopback.ts";
 import { type StartedTestServer, startTestServer } from "../support/server.ts";
 import {
   connectMcp,
@@ -44,12 +42,7 @@ async function startQuietUpstream(tools = [tool("first")], hints: { ttlMs?: numb
     }));
     return server;
   });
-  const app = express();
-  app.use(express.json());
-  const node = toNodeHandler(handler);
-  app.all("/mcp", (req, res) => node(req, res, req.body));
-  const { base, close } = await listenOnLoopback(app);
-  return { url: `${base}/mcp`, tools, close };
+  return { ...(await serveMcpOnLoopback(handler)), tools };
 }
 
 beforeAll(async () => {

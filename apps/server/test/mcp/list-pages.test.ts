@@ -5,12 +5,10 @@
  * speaks 2026-07-28) whose `tools/list` pages as its `paging` says.
  */
 
-import { toNodeHandler } from "@modelcontextprotocol/node";
 import { createMcpHandler, Server, type Tool } from "@modelcontextprotocol/server";
-import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
-import { listenOnLoopback } from "../support/loopback.ts";
+import { serveMcpOnLoopback } from "../support/loopback.ts";
 import { type StartedTestServer, startTestServer } from "../support/server.ts";
 import {
   type CreatedSession,
@@ -44,12 +42,7 @@ async function startPagedUpstream(paging: Paging): Promise<PagedUpstream> {
     });
     return server;
   });
-  const app = express();
-  app.use(express.json());
-  const node = toNodeHandler(handler);
-  app.all("/mcp", (req, res) => node(req, res, req.body));
-  const { base, close } = await listenOnLoopback(app);
-  return Object.assign(upstream, { url: `${base}/mcp`, close });
+  return Object.assign(upstream, await serveMcpOnLoopback(handler));
 }
 
 let t: StartedTestServer;

@@ -1,7 +1,5 @@
-import { toNodeHandler } from "@modelcontextprotocol/node";
 import { createMcpHandler, Server } from "@modelcontextprotocol/server";
-import express from "express";
-import { listenOnLoopback } from "./loopback.ts";
+import { serveMcpOnLoopback } from "./loopback.ts";
 
 export interface NamesUpstream {
   /** The MCP endpoint (2026-07-28, and stateless 2025 requests), served by the SDK v2's createMcpHandler. */
@@ -69,10 +67,5 @@ export async function startNamesUpstream(who: string): Promise<NamesUpstream> {
     server.setRequestHandler("resources/unsubscribe", async () => ({}));
     return server;
   });
-  const app = express();
-  app.use(express.json());
-  const node = toNodeHandler(handler);
-  app.all("/mcp", (req, res) => void node(req, res, req.body));
-  const { base, close } = await listenOnLoopback(app);
-  return { url: `${base}/mcp`, close: async () => Promise.all([handler.close(), close()]).then(() => undefined) };
+  return serveMcpOnLoopback(handler);
 }
