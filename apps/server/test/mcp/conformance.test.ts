@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { upstreams } from "../../src/runtimes/pool.ts";
+import { type AuthProxy, startAuthProxy } from "../support/auth-proxy.ts";
 import { type ConformanceUpstream, startConformanceUpstream } from "../support/conformance-upstream.ts";
 import { startModernConformanceUpstream } from "../support/conformance-upstream-2026.ts";
 import { type McpTools, mcpTools, run } from "../support/mcp-tools.ts";
@@ -54,9 +55,11 @@ const REVISIONS: Record<"2025-11-25" | "2026-07-28", Revision> = {
     scenarios: 33,
     failingDirectly: [],
     knownGatewayBugs: {
-      // Passes (its checks are SHOULDs), but two of them do not run: the gateway's SSE answer to a 2025 tools/call
-      // carries no priming event with `retry` and cannot be resumed with Last-Event-ID (SEP-1699).
-      "server-sse-polling": "no retry field and no Last-Event-ID resumption on the gateway's 2025 SSE answers",
+      // Passes (its checks are SHOULDs), but one of them does not run: the fixture closes its SSE answer mid-call
+      // (SEP-1699 polling, a server's option) and the client resumes it with Last-Event-ID; the gateway resumes the
+      // upstream's stream itself and keeps its own answer to the client open, so there is nothing to resume.
+      "server-sse-polling":
+        "the gateway keeps a 2025 SSE answer open where its upstream polls (no disconnect to resume)",
     },
   },
   "2026-07-28": {
@@ -66,11 +69,7 @@ const REVISIONS: Record<"2025-11-25" | "2026-07-28", Revision> = {
       // SEP-2243 custom headers: the SDK checks Mcp-Param-* only for tools registered on its high-level McpServer.
       "http-custom-header-server-validation",
     ],
-    knownGatewayBugs: {
-      // Not the gateway's: this scenario's raw requests go to the URL's path alone, without `?key=`, so the session
-      // answers them 401 (the suite cannot send the secret any other way).
-      "http-header-validation": "the suite drops ?key= on its raw requests (401)",
-    },
+    knownGatewayBugs: {},
   },
 };
 
@@ -78,11 +77,12 @@ let tools: McpTools;
 let t: StartedTestServer;
 const upstreamsByRevision = new Map<string, ConformanceUpstream>();
 const sessionUrls = new Map<string, string>();
+const proxies: AuthProxy[] = [];
 const outputDirs: string[] = [];
 
 beforeAll(async () => {
-  // Links to its own port: the gateway accepts browser Origins of its public URL, and the dns-rebinding-protection
-  // scenario sends the Origin of the URL it was given (with the port), as a browser on the public URL would.
+  // Links to its own port: the gateway accepts browser Origins of its public URL (its own origin here), which the
+  // auth proxy below stands in front of.
   const revisions = Object.entries(REVISIONS);
   let started: ConformanceUpstream[];
   [tools, t, started] = await Promise.all([
@@ -96,15 +96,22 @@ beforeAll(async () => {
     const provider = await remoteProvider(t.db, `conformance-${i}`, upstream.url);
     const deployment = await deployProvider(t.client, provider.providerId, `Conformance ${name}`);
     const session = await createSession(t.client, [{ provider_deployment: deploymentRef(deployment.id) }]);
-    // The suite cannot send headers: the session secret goes in `?key=`, which every scenario keeps (they all use
-    // the URL as given, for the SDK client and for their raw fetches alike).
-    const url = endpointOf(t, session);
-    url.searchParams.set("key", session.secret);
-    sessionUrls.set(name, url.toString());
+    // The suite cannot send headers, and a `?key=` credential would not do: some scenarios' raw requests keep only
+    // the URL's path. So the suite talks to a reverse proxy that adds `Authorization: Bearer <secret>` to every
+    // request. The dns-rebinding-protection scenario sends the Origin of the URL it was given and expects it
+    // accepted, and foreign Origins expecting a 4xx: the proxy turns its own origin into the gateway's public one,
+    // as a browser on the public URL would send it, and passes every other Origin unchanged, so the gateway's own
+    // Origin check (its public origin, no TOOLPLANE_ALLOWED_ORIGINS) is what accepts and refuses them — allowing the
+    // proxy's origin in the gateway's settings instead would test a setting, and the proxy deciding would test
+    // nothing of the gateway.
+    const proxy = await startAuthProxy({ target: endpointOf(t, session).toString(), token: session.secret });
+    proxies.push(proxy);
+    sessionUrls.set(name, proxy.url);
   }
 }, 600_000);
 
 afterAll(async () => {
+  await Promise.all(proxies.map((proxy) => proxy.close()));
   await upstreams.closeAll();
   await Promise.all([...[...upstreamsByRevision.values()].map((upstream) => upstream.close()), t?.close()]);
   for (const dir of outputDirs) rmSync(dir, { recursive: true, force: true });
