@@ -829,10 +829,11 @@ export class Gateway {
    * answer 0.48-0.53 ms longer at one call in flight, a database round trip an MCP client gains nothing from (its
    * answer does not name the record); answered as it is written, the added p50 fell by 0.16-0.20 ms (the write
    * still shares the machine; BENCHMARKS.md). This process's readers of records wait for such writes
-   * (answeredRecords), so a client that has its answer finds its call in this process's API. Kept waiting for it: the API's calls (answered with the
-   * record), calls that ran longer (their record is completed, and a removal of their provider meanwhile fails
-   * them), failures (a retry may name them: -32042), and results that a later request finds through their record
-   * (a task, an input_required round).
+   * (answeredRecords), so a client that has its answer finds its call in this process's API. Kept waiting for
+   * it: the API's calls (answered with the record), calls that ran longer (their record is completed, and a
+   * removal of their provider meanwhile fails them), failures (a retry may name them: -32042), and results that a
+   * later request finds through their record (a task, an input_required round). The session is read from the
+   * loader's memory (TOOLPLANE_SESSION_CACHE_MS); with that cache off it is a database read, and nothing is saved.
    */
   private async answersBeforeRecorded(
     session: GatewaySession,
