@@ -57,6 +57,7 @@ describe("the Inspector CLI gets the same answers through a one-provider session
   it.each([
     ["tools/list", "tools"],
     ["resources/list", "resources"],
+    ["resources/templates/list", "resourceTemplates"],
     ["prompts/list", "prompts"],
   ])("%s", async (method, key) => {
     const [direct, proxied] = await both(["--method", method]);
@@ -69,5 +70,25 @@ describe("the Inspector CLI gets the same answers through a one-provider session
     const [direct, proxied] = await both(["--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=hi"]);
     expect(direct).toEqual({ content: [{ type: "text", text: "Echo: hi" }] });
     expect(proxied).toEqual(direct);
+  });
+
+  it.each([
+    ["a static resource", "demo://resource/static/document/architecture.md"],
+    ["a resource of a template", "demo://resource/dynamic/text/7"],
+  ])("resources/read of %s", async (_what, uri) => {
+    const [direct, proxied] = await both(["--method", "resources/read", "--uri", uri]);
+    expect((direct as { contents: { uri: string }[] }).contents[0]?.uri).toBe(uri);
+    expect(proxied).toEqual(direct);
+  });
+
+  it("prompts/get with arguments, and one that embeds a resource", async () => {
+    for (const args of [
+      ["--prompt-name", "args-prompt", "--prompt-args", "city=Lisbon", "state=none"],
+      ["--prompt-name", "resource-prompt", "--prompt-args", "resourceType=Text", "resourceId=3"],
+    ]) {
+      const [direct, proxied] = await both(["--method", "prompts/get", ...args]);
+      expect((direct as { messages: unknown[] }).messages.length).toBeGreaterThan(0);
+      expect(proxied).toEqual(direct);
+    }
   });
 });
