@@ -173,6 +173,30 @@ describe("the fast lane answers like the SDK", () => {
       expect(fast.status).toBe(400);
     }
   });
+
+  // The lane keeps the SDK's verdict on each envelope it saw (fast-call.ts, envelopeVerdicts).
+  it("an envelope the SDK refuses stays refused after a valid one was taken, and the valid one stays in the lane", async () => {
+    const valid: Call = { name: "shout", arguments: { text: "a" } };
+    const versionless: Call = { ...valid, meta: { "io.modelcontextprotocol/clientInfo": { name: "raw" } } };
+    for (let round = 0; round < 2; round++) {
+      expect(takesFastLane(valid)).toBe(true);
+      expect(takesFastLane(versionless)).toBe(false);
+      const { fast, sdk } = await bothLanes(versionless);
+      expect(fast).toEqual(sdk);
+      expect(fast.status).toBe(400);
+    }
+  });
+
+  it("a message the SDK's schemas may refuse apart from its envelope is left to the SDK", () => {
+    const { headers, body } = callRequest({ name: "shout" }, 1);
+    const lane = (changed: Record<string, unknown>) =>
+      fastCallOf({ method: "POST", headers, body: { ...body, ...changed } } as unknown as Request) !== null;
+    expect(lane({})).toBe(true);
+    expect(lane({ id: 1.5 })).toBe(false);
+    expect(lane({ jsonrpc: "1.0" })).toBe(false);
+    expect(lane({ result: {} })).toBe(false);
+    expect(lane({ params: { ...body.params, _meta: { ...body.params._meta, progressToken: 0.5 } } })).toBe(false);
+  });
 });
 
 describe("cancellation and input_required through the fast lane", () => {
