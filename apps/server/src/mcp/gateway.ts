@@ -795,15 +795,18 @@ export class Gateway {
     clearTimeout(insertLater);
     if (!recorded && (await this.answersBeforeRecorded(session, provider, origin, result, viaExtension))) {
       const outcome: CallOutcome = { record: { ...summaryOf(record), status: "succeeded" }, result, failure: null };
-      const written = this.complete(record, null, through, result, null, true).then(
-        () => undefined,
-        (error: unknown) => {
-          gatewayLog()?.error(
-            { err: error, sessionId: session.id, toolCallId: id },
-            "tool call answered but not recorded",
-          );
-        },
-      );
+      // Written once the answer is on its way: building and sending the statement took the answer's time too.
+      const written = new Promise((resolve) => setImmediate(resolve))
+        .then(() => this.complete(record, null, through, result, null, true))
+        .then(
+          () => undefined,
+          (error: unknown) => {
+            gatewayLog()?.error(
+              { err: error, sessionId: session.id, toolCallId: id },
+              "tool call answered but not recorded",
+            );
+          },
+        );
       answeredRecords.writing(written);
       void written.finally(running.finish);
       toolCallFinished(provider, outcome, startedAt);
