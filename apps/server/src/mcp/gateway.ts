@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ClientCapabilities, Implementation, Progress } from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode, UriTemplate } from "@modelcontextprotocol/server";
 import { ApiError } from "@toolplane/server-stubs";
@@ -6,6 +7,7 @@ import type { Db } from "../db/database.ts";
 import type { JsonObject, Row, Runtime, ToolCallStatus, ToolCallsTable } from "../db/schema.ts";
 import { linkedAbortController } from "../lib/abort-signal-any.ts";
 import { Batcher } from "../lib/batcher.ts";
+import { isDatabaseUnavailable, isUniqueViolation } from "../lib/db-errors.ts";
 import { type Freshness, mergedFreshness, STALE } from "../lib/freshness.ts";
 import { newId } from "../lib/ids.ts";
 import { prepared } from "../lib/prepared.ts";
@@ -793,11 +795,12 @@ export class Gateway {
       failure = asFailure(error);
     }
     clearTimeout(insertLater);
-    if (!recorded && (await this.answersBeforeRecorded(session, provider, origin, result, viaExtension))) {
+    if (!recorded && result && (await this.answersBeforeRecorded(session, provider, origin, result, viaExtension))) {
+      const answered = result;
       const outcome: CallOutcome = { record: { ...summaryOf(record), status: "succeeded" }, result, failure: null };
       // Written once the answer is on its way: building and sending the statement took the answer's time too.
       const written = new Promise((resolve) => setImmediate(resolve))
-        .then(() => this.complete(record, null, through, result, null, true))
+        .then(() => this.recordAnswered(record, through, answered))
         .then(
           () => undefined,
           (error: unknown) => {
@@ -826,6 +829,25 @@ export class Gateway {
   }
 
   /**
+   * Writes the record of a call whose client already has its answer (see answersBeforeRecorded). A database that
+   * cannot be reached is tried again for about a minute (ANSWERED_RECORD_RETRIES_MS), so a shorter outage loses no
+   * record; a write that went through although its acknowledgement was lost is done (a unique violation then).
+   */
+  private async recordAnswered(record: CallRecord, upstream: Upstream | null, result: Item): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.complete(record, null, upstream, result, null, true);
+        return;
+      } catch (error) {
+        if (attempt > 0 && isUniqueViolation(error)) return;
+        const wait = ANSWERED_RECORD_RETRIES_MS[attempt];
+        if (wait === undefined || !isDatabaseUnavailable(error)) throw error;
+        await sleep(wait);
+      }
+    }
+  }
+
+  /**
    * Whether an MCP client gets its call's result as the call's record is written rather than once it is (see
    * call): only for a call that ended before its record was due (callRecordAfterMs) with a plain result, whose
    * session still has its provider as far as this process knows. Waiting for the record's one write kept the
@@ -842,10 +864,10 @@ export class Gateway {
     session: GatewaySession,
     provider: GatewaySessionProvider,
     origin: CallOrigin,
-    result: Item | null,
+    result: Item,
     viaExtension: boolean,
   ): Promise<boolean> {
-    if (!this.sessions || origin.transport !== "mcp" || !result || viaExtension) return false;
+    if (!this.sessions || origin.transport !== "mcp" || viaExtension) return false;
     if (result.task !== undefined || (result.resultType !== undefined && result.resultType !== "complete")) {
       return false;
     }
@@ -1133,6 +1155,9 @@ function finishedInsertText(rows: number): string {
     join sessions s on s.id = v.session_id and s.status <> 'deleted'
     returning ${SUMMARY_COLUMNS.map((column) => `tool_calls.${column}`).join(", ")}`;
 }
+
+/** The waits before the record of an answered call is written again after the database could not be reached. */
+const ANSWERED_RECORD_RETRIES_MS = [1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
 
 /** What a record's summary says before it is written. */
 const summaryOf = (record: CallRecord) => ({

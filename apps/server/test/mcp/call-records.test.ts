@@ -197,6 +197,31 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("calls answered as their records
     await Promise.all([legacy.close(), modern.close()]);
   });
 
+  it("writes an answered call's record again when the database connection writing it is lost", async () => {
+    const session = await freshSession();
+    const client = await connectMcp(t, session);
+    const hold = await holdRecordWrites();
+    try {
+      expect(firstText(await client.callTool({ name: "shout", arguments: { text: "again" } }))).toBe("AGAIN");
+      // The backend waiting to write the record is ended (SQLSTATE 57P01, as when the server restarts).
+      await expect
+        .poll(async () => {
+          const ended = await hold.holder.query(
+            "select pg_terminate_backend(pid) from pg_stat_activity where pid <> pg_backend_pid() and query like 'insert into tool_calls%' and wait_event_type = 'Lock'",
+          );
+          return ended.rowCount;
+        })
+        .toBeGreaterThan(0);
+    } finally {
+      await hold.release();
+    }
+    // Written again a second later, on another connection.
+    await expect
+      .poll(() => latestToolCall(t, session.id), { timeout: 10_000 })
+      .toMatchObject({ status: "succeeded", output: { content: [{ type: "text", text: "AGAIN" }] } });
+    await client.close();
+  });
+
   it("records what the client got when its provider's removal commits while the answered call's record waits", async () => {
     const session = await freshSession();
     const client = await connectMcp(t, session);
