@@ -799,19 +799,19 @@ export class Gateway {
       const answered = result;
       const outcome: CallOutcome = { record: { ...summaryOf(record), status: "succeeded" }, result, failure: null };
       // Written once the answer is on its way: building and sending the statement took the answer's time too.
-      const written = new Promise((resolve) => setImmediate(resolve))
-        .then(() => this.recordAnswered(record, through, answered))
-        .then(
-          () => undefined,
-          (error: unknown) => {
-            gatewayLog()?.error(
-              { err: error, sessionId: session.id, toolCallId: id },
-              "tool call answered but not recorded",
-            );
-          },
-        );
-      answeredRecords.writing(written);
-      void written.finally(running.finish);
+      const write = () => this.complete(record, null, through, answered, null, true);
+      const written = new Promise((resolve) => setImmediate(resolve)).then(write);
+      // This process's readers wait for this write only; one that failed is tried again without holding them.
+      answeredRecords.writing(written.then(noop, noop));
+      void written
+        .catch((error: unknown) => writeAgain(write, error))
+        .then(noop, (error: unknown) => {
+          gatewayLog()?.error(
+            { err: error, sessionId: session.id, toolCallId: id },
+            "tool call answered but not recorded",
+          );
+        })
+        .finally(running.finish);
       toolCallFinished(provider, outcome, startedAt);
       return outcome;
     }
@@ -825,25 +825,6 @@ export class Gateway {
       return outcome;
     } finally {
       running.finish();
-    }
-  }
-
-  /**
-   * Writes the record of a call whose client already has its answer (see answersBeforeRecorded). A database that
-   * cannot be reached is tried again for about a minute (ANSWERED_RECORD_RETRIES_MS), so a shorter outage loses no
-   * record; a write that went through although its acknowledgement was lost is done (a unique violation then).
-   */
-  private async recordAnswered(record: CallRecord, upstream: Upstream | null, result: Item): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.complete(record, null, upstream, result, null, true);
-        return;
-      } catch (error) {
-        if (attempt > 0 && isUniqueViolation(error)) return;
-        const wait = ANSWERED_RECORD_RETRIES_MS[attempt];
-        if (wait === undefined || !isDatabaseUnavailable(error)) throw error;
-        await sleep(wait);
-      }
     }
   }
 
@@ -1158,6 +1139,30 @@ function finishedInsertText(rows: number): string {
 
 /** The waits before the record of an answered call is written again after the database could not be reached. */
 const ANSWERED_RECORD_RETRIES_MS = [1_000, 2_000, 4_000, 8_000, 15_000, 30_000];
+
+/**
+ * The record write of a call whose client already has its answer (see Gateway.answersBeforeRecorded), again after it
+ * failed with `error`: while the database cannot be reached, for about a minute (ANSWERED_RECORD_RETRIES_MS), so a
+ * shorter outage loses no record. A write that went through although its acknowledgement was lost is done (the
+ * next attempt meets the record: a unique violation).
+ */
+async function writeAgain(write: () => Promise<unknown>, error: unknown): Promise<void> {
+  let last = error;
+  for (const wait of ANSWERED_RECORD_RETRIES_MS) {
+    if (!isDatabaseUnavailable(last)) break;
+    await sleep(wait);
+    try {
+      await write();
+      return;
+    } catch (next) {
+      if (isUniqueViolation(next)) return;
+      last = next;
+    }
+  }
+  throw last;
+}
+
+const noop = () => undefined;
 
 /** What a record's summary says before it is written. */
 const summaryOf = (record: CallRecord) => ({

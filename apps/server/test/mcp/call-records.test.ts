@@ -215,6 +215,8 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)("calls answered as their records
     } finally {
       await hold.release();
     }
+    // The API does not wait for the write to be tried again (a second later): it lists what is written so far.
+    expect(await latestToolCall(t, session.id)).toBeUndefined();
     // Written again a second later, on another connection.
     await expect
       .poll(() => latestToolCall(t, session.id), { timeout: 10_000 })
