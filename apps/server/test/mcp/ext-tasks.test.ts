@@ -33,6 +33,7 @@ import {
   endpointOf,
   latestToolCall,
   mcpHeaders,
+  postModern,
   remoteProvider,
 } from "./gateway-fixtures.ts";
 
@@ -88,27 +89,9 @@ async function request(
   to: CreatedSession = session,
 ): Promise<Answer> {
   const name = method === "tools/call" ? params.name : params.taskId;
-  const response = await fetch(endpointOf(t, to), {
-    method: "POST",
-    headers: {
-      ...mcpHeaders(to.secret),
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": method,
-      ...(typeof name === "string" ? { "mcp-name": name } : {}),
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientInfo": { name: "raw-tasks-client", version: "1" },
-          "io.modelcontextprotocol/clientCapabilities": capabilities,
-        },
-      },
-    }),
+  const response = await postModern(t, to, method, params, {
+    capabilities,
+    ...(typeof name === "string" ? { name } : {}),
   });
   const text = await response.text();
   const json = response.headers.get("content-type")?.includes("text/event-stream")

@@ -140,6 +140,40 @@ export const mcpHeaders = (token: string) => ({
   accept: "application/json, text/event-stream",
 });
 
+/**
+ * A raw MCP 2026-07-28 request to a session: its standard headers (`Mcp-Name` when given) and the `_meta` envelope
+ * of a client that declares `capabilities`.
+ */
+export const postModern = (
+  t: Pick<TestServer, "url">,
+  session: CreatedSession,
+  method: string,
+  params: Record<string, unknown>,
+  { name, capabilities = {} }: { name?: string; capabilities?: Record<string, unknown> } = {},
+) =>
+  fetch(endpointOf(t, session), {
+    method: "POST",
+    headers: {
+      ...mcpHeaders(session.secret),
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": method,
+      ...(name !== undefined ? { "mcp-name": name } : {}),
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+          "io.modelcontextprotocol/clientCapabilities": capabilities,
+        },
+      },
+    }),
+  });
+
 /** A test server with one session whose only provider is the MCP 2026-07-28 upstream fixture. */
 export async function startModernSession() {
   const [t, modern] = await Promise.all([startTestServer(), startModernUpstream()]);

@@ -41,6 +41,7 @@ import {
   initializeBody,
   latestToolCall,
   mcpHeaders,
+  postModern,
   remoteProvider,
 } from "./gateway-fixtures.ts";
 
@@ -59,12 +60,6 @@ let extended: CreatedSession;
 let onlyModern: CreatedSession;
 let onlyEverything: CreatedSession;
 const closers: (() => Promise<void>)[] = [];
-/** The `_meta` every raw 2026-07-28 request of these tests carries. */
-const modernEnvelope = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {},
-};
 
 /** A 2025-era client (SDK v1) with the given capabilities. */
 async function legacyClient(session: CreatedSession, capabilities: Record<string, unknown> = {}) {
@@ -175,16 +170,8 @@ describe("both eras on one URL", () => {
     // Every 2026-07-28 result names it too: a listing the gateway merged, and a call answered by a 2025 upstream
     // (whose results name no server): a call (the fast lane) and listings (the SDK's path).
     const serverOf = async (session: CreatedSession, method: string, params: Record<string, unknown>) => {
-      const res = await fetch(endpointOf(t, session), {
-        method: "POST",
-        headers: {
-          ...mcpHeaders(session.secret),
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": method,
-          ...(typeof params.name === "string" ? { "mcp-name": params.name } : {}),
-        },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { ...params, _meta: modernEnvelope } }),
-      });
+      const name = typeof params.name === "string" ? { name: params.name } : {};
+      const res = await postModern(t, session, method, params, name);
       const body = (await res.json()) as { result: { _meta?: Record<string, unknown> } };
       return body.result._meta?.["io.modelcontextprotocol/serverInfo"];
     };
