@@ -165,14 +165,17 @@ export const postModern = (
       method,
       params: {
         ...params,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-          "io.modelcontextprotocol/clientCapabilities": capabilities,
-        },
+        _meta: modernEnvelope(capabilities),
       },
     }),
   });
+
+/** The `_meta` envelope of a raw MCP 2026-07-28 request from a client that declares `capabilities`. */
+export const modernEnvelope = (capabilities: Record<string, unknown> = {}) => ({
+  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+  "io.modelcontextprotocol/clientCapabilities": capabilities,
+});
 
 /** A test server with one session whose only provider is the MCP 2026-07-28 upstream fixture. */
 export async function startModernSession() {

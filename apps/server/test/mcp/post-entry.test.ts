@@ -16,6 +16,7 @@ import {
   deployProvider,
   initializeBody,
   mcpHeaders,
+  modernEnvelope,
   remoteProvider,
 } from "./gateway-fixtures.ts";
 
@@ -45,14 +46,7 @@ const modernBody = (method: string, params: Record<string, unknown> = {}) =>
     jsonrpc: "2.0",
     id: 3,
     method,
-    params: {
-      ...params,
-      _meta: {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
-        "io.modelcontextprotocol/clientCapabilities": {},
-      },
-    },
+    params: { ...params, _meta: modernEnvelope() },
   });
 
 interface Case {
