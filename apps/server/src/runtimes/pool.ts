@@ -263,20 +263,13 @@ export class Upstream {
         items.push(...((page[LISTS[method]] as Item[] | undefined) ?? []));
         pages.push(freshnessOf(page, Date.now()));
         cursor = typeof page.nextCursor === "string" ? page.nextCursor : undefined;
+        if (cursor === undefined) break;
         // A server that hands out a cursor again would be read until the deadline, its items piling up meanwhile.
-        const cut =
-          cursor === undefined
-            ? null
-            : cursors.has(cursor)
-              ? "repeated cursor"
-              : pages.length >= MAX_LIST_PAGES
-                ? "page limit"
-                : null;
-        if (cut) {
-          upstreamListingCut(this, method, pages.length, cut);
+        if (cursors.has(cursor) || pages.length >= MAX_LIST_PAGES) {
+          upstreamListingCut(this, method, pages.length, cursors.has(cursor) ? "repeated cursor" : "page limit");
           break;
         }
-        if (cursor !== undefined) cursors.add(cursor);
+        cursors.add(cursor);
       } while (cursor);
       const until = capability.listChanged === true ? Number.POSITIVE_INFINITY : readAt + listCacheMs();
       this.lists.set(method, { items, readAt, until, freshness: mergedFreshness(pages) });
